@@ -1,0 +1,554 @@
+"""Multi-layer linear transformers of Part III (Ahn, Cheng, Daneshmand, Sra 2023) and their algorithms.
+
+Notation follows the paper: ``n`` context examples, input dimension ``d``, ``D = d + 1`` rows,
+``L`` layers (the paper's "k-layer transformer"; its indices run over ``A_0, A_1, ...``). Every
+function is batched over ``B`` prompts.
+
+**The model (eq. 1-5).** The input is Part III's embedding (eq. 1, :func:`iclgd.tasks.embed_zero_query`)
+
+    Z_0 = [[x^(1) ... x^(n)  x^(n+1)],
+           [y^(1) ... y^(n)  0      ]]                       shape (d+1, n+1),
+
+and each layer is a residual linear self-attention (eq. 3-4)
+
+    Z_{l+1} = Z_l + (1/n) P_l Z_l M (Z_l^T Q_l Z_l),   M = diag(I_n, 0)   (eq. 2),
+
+with full ``(d+1) x (d+1)`` matrices ``P_l`` (value) and ``Q_l`` (``= W_k^T W_q``). Following eq. 5 the
+model's prediction of ``y^(n+1) = <w*, x^(n+1)>`` is the *negative* bottom-right entry,
+``y_hat = -[Z_L]_{d+1, n+1}`` (the loss of eq. 5 is ``([Z_L]_{d+1,n+1} + w*^T x^(n+1))^2``).
+
+**Sparse parametrisations.**
+
+* eq. 9: ``P_l = [[0, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` -- parameters ``{"A": (L, d, d)}``.
+* eq. 13: ``P_l = [[B_l, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` -- parameters
+  ``{"A": (L, d, d), "B": (L, d, d)}``.
+
+The paper takes every ``A_l`` symmetric (eq. 9, 13). The code accepts any ``A_l``.
+
+**Lemma 2 (eq. 10-11, proof in App. C.2).** Under eq. 9 the prediction after ``l`` layers is
+``<w_l, x^(n+1)>`` (i.e. ``[Z_l]_{d+1,n+1} = -<w_l, x^(n+1)>``), where ``w_0 = 0`` and
+
+    w_{l+1} = w_l + A_l grad R(w_l),   R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2   (eq. 10-11),
+
+so ``-A_l`` is the preconditioner and the ``1/n`` of eq. 4 is exactly the ``1/n`` of ``grad R``. The
+attention score of query ``x^(n+1)`` against key ``x^(j)`` is ``x^(j)T A_l x^(n+1)``, so for a
+*non-symmetric* ``A_l`` the transformer takes the step with ``A_l^T`` (the proof's eq. 57-58 write the
+transposed score, which is the same thing for the symmetric ``A_l`` of eq. 9). Nothing in the proof
+needs noise-free labels: the equivalence holds for any ``y``.
+
+**GD++ (Sec. 6, eq. 13; von Oswald et al. 2022).** With ``B_l != 0`` every token's covariates are also
+transformed, ``x <- (I + B_l G_l A_l) x`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (App. C.1
+eq. 54), the "curvature correction" of von Oswald et al. (``B_l A_l = -gamma I``). See
+:func:`gd_plus_plus`.
+
+:func:`linear_transformer_output_literal` evaluates eq. 4 with whole matrix products, for tests and the
+book; the other forward functions are the same maps computed cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as v
+
+__all__ = [
+    "init_linear_transformer",
+    "init_sparse",
+    "sparse_to_full",
+    "linear_transformer_output",
+    "linear_transformer_output_literal",
+    "linear_transformer_predict",
+    "sparse_predict",
+    "preconditioned_gd_iterates",
+    "preconditioned_gd",
+    "gd_plus_plus",
+    "theorem1_optimal_A",
+]
+
+_FULL_KEYS = ("P", "Q")
+
+
+# ----------------------------------------------------------------------------------------------
+# Input checks
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_key(key) -> None:
+    """Accept a typed PRNG key (shape ``()``) or a raw ``uint32`` key of shape ``(2,)`` or ``(4,)``."""
+    dtype = getattr(key, "dtype", None)
+    shape = getattr(key, "shape", None)
+    if dtype is not None and shape is not None:
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            if tuple(shape) == ():
+                return
+        elif np.dtype(dtype) == np.uint32 and tuple(shape) in ((2,), (4,)):
+            return
+    raise ValueError(
+        "key must be a single JAX PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
+        f"got {type(key).__name__}"
+        + (f" with shape {tuple(shape)} and dtype {dtype}" if shape is not None else f" {key!r:.60}")
+    )
+
+
+def _check_Z(Z0) -> tuple[int, int]:
+    """Check an embedding ``(B, d+1, n+1)``; return ``(d, n)``."""
+    v.shape("Z0", Z0, (None, None, None), "(B, d+1, n+1)")
+    if Z0.shape[1] < 2 or Z0.shape[2] < 2:
+        raise ValueError(f"Z0 must have shape (B, d+1, n+1) with d >= 1 and n >= 1, got shape {tuple(Z0.shape)}")
+    v.finite_array("Z0", Z0)
+    return Z0.shape[1] - 1, Z0.shape[2] - 1
+
+
+def _check_L(name: str, shape: tuple) -> int:
+    if shape[0] < 1:
+        raise ValueError(f"L must be an integer >= 1: {name} has shape {tuple(shape)}, i.e. L = {shape[0]} layers")
+    return int(shape[0])
+
+
+def _check_full_params(params, d: int | None = None) -> int:
+    """Check ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``; return ``L``."""
+    if not isinstance(params, dict) or any(k not in params for k in _FULL_KEYS):
+        raise ValueError(
+            "params must be a dict {'P': (L, d+1, d+1), 'Q': (L, d+1, d+1)} "
+            f"(see init_linear_transformer), got {params!r:.80}"
+        )
+    P = params["P"]
+    s = tuple(getattr(P, "shape", np.shape(P)))
+    if len(s) != 3 or s[1] != s[2]:
+        raise ValueError(f"params['P'] must have shape (L, d+1, d+1), got shape {s}")
+    if d is not None and s[1] != d + 1:
+        raise ValueError(
+            f"params['P'] must have shape (L, {d + 1}, {d + 1}) to match Z0 with d+1 = {d + 1} rows, got shape {s}"
+        )
+    L = _check_L("params['P']", s)
+    D = s[1]
+    for k in _FULL_KEYS:
+        v.shape(f"params[{k!r}]", params[k], (L, D, D), f"({L}, {D}, {D}) (L, d+1, d+1)")
+        v.finite_array(f"params[{k!r}]", params[k])
+    return L
+
+
+def _check_stack(name: str, A, d: int | None = None) -> jax.Array:
+    """Turn a stack or a sequence of ``(d, d)`` matrices into a ``(L, d, d)`` array and check it."""
+    if isinstance(A, (list, tuple)):
+        if len(A) == 0:
+            raise ValueError(f"L must be an integer >= 1: {name} holds no matrices")
+        shapes = {tuple(np.shape(a)) for a in A}
+        if len(shapes) != 1:
+            raise ValueError(f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}")
+        A = jnp.stack([jnp.asarray(a) for a in A])
+    elif not hasattr(A, "shape"):
+        A = jnp.asarray(A)
+    s = tuple(A.shape)
+    if len(s) != 3 or s[1] != s[2] or (d is not None and s[1] != d):
+        want = f"(L, {d}, {d})" if d is not None else "(L, d, d)"
+        raise ValueError(f"{name} must have shape {want}, got shape {s}")
+    _check_L(name, s)
+    v.finite_array(name, A)
+    return A
+
+
+def _check_sparse_params(params, d: int | None = None) -> tuple[int, bool]:
+    """Check ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``; return ``(L, has_B)``."""
+    if not isinstance(params, dict) or "A" not in params or any(k not in ("A", "B") for k in params):
+        raise ValueError(
+            "params must be a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} (eq. 13) "
+            f"(see init_sparse), got {params!r:.80}"
+        )
+    A = params["A"]
+    s = tuple(getattr(A, "shape", np.shape(A)))
+    if len(s) != 3 or s[1] != s[2]:
+        raise ValueError(f"params['A'] must have shape (L, d, d), got shape {s}")
+    if d is not None and s[1] != d:
+        raise ValueError(f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, got shape {s}")
+    L = _check_L("params['A']", s)
+    v.finite_array("params['A']", A)
+    has_B = "B" in params
+    if has_B:
+        v.shape("params['B']", params["B"], (L, s[1], s[1]), f"({L}, {s[1]}, {s[1]}) like params['A']")
+        v.finite_array("params['B']", params["B"])
+    return L, has_B
+
+
+def _check_regression(X, y, x_q=None) -> tuple[int, int, int]:
+    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return ``(B, n, d)``."""
+    v.shape("X", X, (None, None, None), "(B, n, d)")
+    B, n, d = X.shape
+    if n < 1 or d < 1:
+        raise ValueError(f"X must have shape (B, n, d) with n >= 1 and d >= 1, got shape {tuple(X.shape)}")
+    v.shape("y", y, (B, n), f"({B}, {n}) (B, n) to match X of shape {tuple(X.shape)}")
+    v.finite_array("X", X)
+    v.finite_array("y", y)
+    if x_q is not None:
+        v.shape("x_q", x_q, (B, d), f"({B}, {d}) (B, d) to match X of shape {tuple(X.shape)}")
+        v.finite_array("x_q", x_q)
+    return B, n, d
+
+
+# ----------------------------------------------------------------------------------------------
+# Initialisation and parameter constructors
+# ----------------------------------------------------------------------------------------------
+
+
+def init_linear_transformer(key: jax.Array, d: int, L: int, init_std: float = 0.01) -> dict:
+    """Random full parameters of the ``L``-layer linear transformer (eq. 4).
+
+    Args:
+        key: a JAX PRNG key.
+        d: input dimension, ``d >= 1`` (matrices are ``(d+1) x (d+1)``).
+        L: number of layers, ``L >= 1``.
+        init_std: standard deviation of the i.i.d. normal entries, ``>= 0``.
+
+    Returns:
+        ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
+    """
+    _check_key(key)
+    d = v.positive_int("d", d)
+    L = v.positive_int("L", L)
+    init_std = v.nonneg_float("init_std", init_std)
+    kP, kQ = jax.random.split(key)
+    D = d + 1
+    return {
+        "P": init_std * jax.random.normal(kP, (L, D, D)),
+        "Q": init_std * jax.random.normal(kQ, (L, D, D)),
+    }
+
+
+def init_sparse(
+    key: jax.Array,
+    d: int,
+    L: int,
+    init_std: float = 0.01,
+    *,
+    with_B: bool = False,
+    symmetric: bool = True,
+) -> dict:
+    """Random sparse parameters: eq. 9 (``{"A"}``) or, with ``with_B=True``, eq. 13 (``{"A", "B"}``).
+
+    ``A_l = init_std * (G + G^T) / 2`` with ``G`` standard normal if ``symmetric`` (eq. 9 and 13 take
+    ``A_l`` symmetric), else ``init_std * G``. ``B_l = init_std * G'`` (no symmetry imposed; the paper's
+    Sec. 6.1 initialises with scaled i.i.d. Gaussians).
+
+    Args:
+        key: a JAX PRNG key.
+        d: input dimension, ``d >= 1``.
+        L: number of layers, ``L >= 1``.
+        init_std: scale of the entries, ``>= 0``.
+        with_B: also return the ``B_l`` blocks of eq. 13.
+        symmetric: symmetrise the ``A_l``.
+
+    Returns:
+        ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
+    """
+    _check_key(key)
+    d = v.positive_int("d", d)
+    L = v.positive_int("L", L)
+    init_std = v.nonneg_float("init_std", init_std)
+    kA, kB = jax.random.split(key)
+    G = jax.random.normal(kA, (L, d, d))
+    A = init_std * ((G + jnp.swapaxes(G, 1, 2)) / 2 if symmetric else G)
+    out = {"A": A}
+    if with_B:
+        out["B"] = init_std * jax.random.normal(kB, (L, d, d))
+    return out
+
+
+def sparse_to_full(params: dict) -> dict:
+    """Full ``(P_l, Q_l)`` of eq. 9 (from ``{"A"}``) or eq. 13 (from ``{"A", "B"}``).
+
+    ``P_l = [[B_l, 0], [0, 1]]`` (``B_l = 0`` for eq. 9) and ``Q_l = [[A_l, 0], [0, 0]]``.
+
+    Args:
+        params: ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
+
+    Returns:
+        ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
+    """
+    L, has_B = _check_sparse_params(params)
+    A = jnp.asarray(params["A"])
+    d = A.shape[-1]
+    Q = jnp.zeros((L, d + 1, d + 1), dtype=A.dtype).at[:, :d, :d].set(A)
+    P = jnp.zeros((L, d + 1, d + 1), dtype=A.dtype).at[:, d, d].set(1.0)
+    if has_B:
+        P = P.at[:, :d, :d].set(params["B"])
+    return {"P": P, "Q": Q}
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward passes
+# ----------------------------------------------------------------------------------------------
+
+
+def _full_layer(Z: jax.Array, PQ: tuple[jax.Array, jax.Array], n: int) -> jax.Array:
+    """One layer of eq. 4 via ``Z M Z^T = Zc Zc^T`` (``Zc`` the ``n`` context columns)."""
+    P, Q = PQ
+    Zc = Z[:, :, :n]
+    G = jnp.einsum("bic,bjc->bij", Zc, Zc)  # Z M Z^T  (B, D, D)
+    K = jnp.einsum("ij,bjk,kl->bil", P, G, Q)  # P Z M Z^T Q  (B, D, D)
+    return Z + jnp.einsum("bil,blm->bim", K, Z) / n
+
+
+def linear_transformer_output(params: dict, Z0: jax.Array) -> jax.Array:
+    """Output ``Z_L`` of the ``L``-layer linear transformer (eq. 4), computed cheaply.
+
+    Uses ``Z M Z^T = sum_{i<=n} z^(i) z^(i)T``: ``O(B D^2 (n+1))`` per layer instead of the literal
+    ``O(B D (n+1)^2)``; ``lax.scan`` over the stacked layers.
+
+    Args:
+        params: ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
+        Z0: ``(B, d+1, n+1)`` embeddings (eq. 1, :func:`iclgd.tasks.embed_zero_query`).
+
+    Returns:
+        ``(B, d+1, n+1)``, the matrix ``Z_L``.
+    """
+    d, n = _check_Z(Z0)
+    _check_full_params(params, d)
+
+    def step(Z, PQ):
+        return _full_layer(Z, PQ, n), None
+
+    ZL, _ = jax.lax.scan(step, Z0, (params["P"], params["Q"]))
+    return ZL
+
+
+def linear_transformer_output_literal(params: dict, Z0: jax.Array) -> jax.Array:
+    """``Z_L`` of eq. 4 evaluated literally, ``Z + (1/n) P Z M (Z^T Q Z)`` with whole matrices (tests/book).
+
+    Args:
+        params: ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
+        Z0: ``(B, d+1, n+1)`` embeddings.
+
+    Returns:
+        ``(B, d+1, n+1)``.
+    """
+    d, n = _check_Z(Z0)
+    L = _check_full_params(params, d)
+    M = jnp.diag(jnp.concatenate([jnp.ones(n), jnp.zeros(1)]))  # eq. 2
+    Z = Z0
+    for l in range(L):
+        P, Q = params["P"][l], params["Q"][l]
+        attn = P @ Z @ M @ (jnp.swapaxes(Z, 1, 2) @ Q @ Z)  # Attn_{P,Q}(Z), eq. 3
+        Z = Z + attn / n
+    return Z
+
+
+def linear_transformer_predict(params: dict, Z0: jax.Array) -> jax.Array:
+    """Prediction ``-[Z_L]_{d+1, n+1}`` of the full-parameter transformer (eq. 4-5).
+
+    Args:
+        params: ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
+        Z0: ``(B, d+1, n+1)`` embeddings.
+
+    Returns:
+        ``(B,)`` predictions of ``y^(n+1)``.
+    """
+    return -linear_transformer_output(params, Z0)[:, -1, -1]
+
+
+def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
+    """Prediction ``-[Z_L]_{d+1,n+1}`` of the sparse transformer, from the sparse parameters directly.
+
+    * ``{"A"}`` (eq. 9): the covariate rows never change (App. B.2 eq. 22) and only the label row
+      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56): ``O(B d (n+1) + B d^2)`` per
+      layer.
+    * ``{"A", "B"}`` (eq. 13): ``X_{l+1} = X_l + (1/n) B_l X_l M X_l^T A_l X_l`` and
+      ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54): ``O(B d^2 (n+1))`` per layer.
+
+    Equals ``linear_transformer_predict(sparse_to_full(params), Z0)``.
+
+    Args:
+        params: ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
+        Z0: ``(B, d+1, n+1)`` embeddings (eq. 1).
+
+    Returns:
+        ``(B,)`` predictions.
+    """
+    d, n = _check_Z(Z0)
+    _, has_B = _check_sparse_params(params, d)
+    X0, Y0 = Z0[:, :d, :], Z0[:, d, :]  # (B, d, n+1), (B, n+1)
+
+    if not has_B:
+
+        def step(Y, A):
+            u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n  # (1/n) X M Y^T  (B, d)
+            return Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0), None
+
+        YL, _ = jax.lax.scan(step, Y0, params["A"])
+    else:
+
+        def step(XY, AB):
+            X, Y = XY
+            A, Bm = AB
+            Xc = X[:, :, :n]
+            u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n  # (B, d)
+            G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n  # (1/n) X M X^T  (B, d, d)
+            AX = jnp.einsum("ij,bjc->bic", A, X)  # (B, d, n+1)
+            X_new = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX)
+            Y_new = Y + jnp.einsum("bi,bic->bc", u, AX)
+            return (X_new, Y_new), None
+
+        (_, YL), _ = jax.lax.scan(step, (X0, Y0), (params["A"], params["B"]))
+    return -YL[:, n]
+
+
+# ----------------------------------------------------------------------------------------------
+# Algorithmic counterparts
+# ----------------------------------------------------------------------------------------------
+
+
+def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
+    """``grad R(w) = (1/n) X^T (X w - y)`` of eq. 10, batched: ``X (B, n, d)``, ``y (B, n)``, ``w (B, d)``."""
+    n = X.shape[1]
+    return jnp.einsum("bni,bn->bi", X, jnp.einsum("bni,bi->bn", X, w) - y) / n
+
+
+def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
+    """Iterates of ``L`` steps of preconditioned GD from ``w_0 = 0`` (eq. 10-11, Lemma 2).
+
+    ``w_{l+1} = w_l + A_l grad R(w_l)`` with ``R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2``; with
+    ``A_l = -gamma_l I`` this is plain GD with step ``gamma_l`` (the paper's sign: ``-A_l`` is the
+    preconditioner). All ``n`` context examples enter ``R`` (eq. 10 sums ``i = 1..n``).
+
+    By Lemma 2, ``w_l`` is the weight vector the eq. 9 transformer with symmetric ``A_0, ..., A_{l-1}``
+    uses after ``l`` layers. For a non-symmetric ``A_l`` the transformer matches this function called
+    with the transposes ``A_l^T`` (see the module docstring).
+
+    Args:
+        X: ``(B, n, d)`` context inputs (row ``i`` is ``x^(i)``).
+        y: ``(B, n)`` context labels.
+        A_list: ``(L, d, d)`` array or a sequence of ``L`` ``(d, d)`` arrays, ``L >= 1``.
+
+    Returns:
+        ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
+    """
+    B, n, d = _check_regression(X, y)
+    A = _check_stack("A_list", A_list, d)
+
+    def step(w, A_l):
+        w_new = w + jnp.einsum("ij,bj->bi", A_l, _grad_R(X, y, w))
+        return w_new, w_new
+
+    w0 = jnp.zeros((B, d), dtype=jnp.result_type(X, y, A))
+    _, ws = jax.lax.scan(step, w0, A)
+    return jnp.concatenate([w0[None], ws], axis=0)
+
+
+def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax.Array:
+    """Prediction ``<w_L, x_q>`` after ``L`` preconditioned GD steps from ``w_0 = 0`` (eq. 11, Lemma 2).
+
+    See :func:`preconditioned_gd_iterates` for the update and its conventions.
+
+    Args:
+        X: ``(B, n, d)`` context inputs.
+        y: ``(B, n)`` context labels.
+        x_q: ``(B, d)`` query inputs ``x^(n+1)``.
+        A_list: ``(L, d, d)`` (or a sequence of ``L`` ``(d, d)`` arrays).
+
+    Returns:
+        ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
+    """
+    _check_regression(X, y, x_q)
+    w = preconditioned_gd_iterates(X, y, A_list)[-1]
+    return jnp.einsum("bi,bi->b", w, x_q)
+
+
+def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> jax.Array:
+    """GD++ (von Oswald et al. 2022) in the preconditioned form of Ahn et al. Sec. 6 (eq. 13, App. C.1).
+
+    Each step interleaves (i) a preconditioned GD step (eq. 11) on the least-squares loss of the
+    *current* covariates ``x_l = S_l x`` and (ii) a linear transform of every covariate (context and
+    query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (the
+    paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature correction
+    ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``, ``a_l b_l = -gamma n``). The predictor's values at the tokens
+    are kept through (ii), so in the original coordinates, with ``w_0 = 0`` and ``S_0 = I``::
+
+        w_{l+1} = w_l + S_l^T A_l S_l grad R(w_l)          (R of eq. 10 on the original data)
+        S_{l+1} = (I + B_l S_l G_0 S_l^T A_l) S_l,         G_0 = (1/n) sum_{i<=n} x^(i) x^(i)T,
+
+    and the prediction is ``<w_L, x_q>``. With ``B_l = 0`` this is :func:`preconditioned_gd`. For the
+    symmetric ``A_l`` of eq. 13 it equals ``sparse_predict({"A": A_list, "B": B_list}, Z0)``.
+
+    Args:
+        X: ``(B, n, d)`` context inputs.
+        y: ``(B, n)`` context labels.
+        x_q: ``(B, d)`` query inputs.
+        A_list: ``(L, d, d)`` preconditioners (or a sequence of ``(d, d)``).
+        B_list: ``(L, d, d)`` covariate-transform blocks (same ``L``).
+
+    Returns:
+        ``(B,)`` predictions.
+    """
+    Bsz, n, d = _check_regression(X, y, x_q)
+    A = _check_stack("A_list", A_list, d)
+    Bs = _check_stack("B_list", B_list, d)
+    if Bs.shape[0] != A.shape[0]:
+        raise ValueError(f"B_list must have shape {tuple(A.shape)} like A_list, got shape {tuple(Bs.shape)}")
+    G0 = jnp.einsum("bni,bnj->bij", X, X) / n  # (B, d, d)
+    I = jnp.eye(d, dtype=G0.dtype)
+
+    def step(carry, AB):
+        w, S = carry
+        A_l, B_l = AB
+        g = _grad_R(X, y, w)  # (B, d)
+        step_dir = jnp.einsum("bji,jk,bkl,bl->bi", S, A_l, S, g)  # S^T A S g
+        G_l = jnp.einsum("bij,bjk,blk->bil", S, G0, S)  # S G0 S^T
+        T = I + jnp.einsum("ij,bjk,kl->bil", B_l, G_l, A_l)
+        return (w + step_dir, jnp.einsum("bij,bjk->bik", T, S)), None
+
+    w0 = jnp.zeros((Bsz, d), dtype=jnp.result_type(X, y, A, Bs))
+    S0 = jnp.broadcast_to(I, (Bsz, d, d)).astype(w0.dtype)
+    (wL, _), _ = jax.lax.scan(step, (w0, S0), (A, Bs))
+    return jnp.einsum("bi,bi->b", wL, x_q)
+
+
+# ----------------------------------------------------------------------------------------------
+# Theorem 1
+# ----------------------------------------------------------------------------------------------
+
+
+def theorem1_optimal_A(Sigma, n: int, w_cov: str = "identity") -> jax.Array:
+    """Single-layer global optimum of Theorem 1 (eq. 8), as the ``A_0`` of eq. 9.
+
+    **This is the paper's formula, transcribed; a later issue verifies it exactly.**
+
+    With ``b = e_{d+1}`` (i.e. ``P_0 = [[0, 0], [0, 1]]``) and ``Q_0 = [[A, 0], [0, 0]]``:
+
+    * ``w_cov="identity"`` (Theorem 1: ``x ~ N(0, Sigma)``, ``w* ~ N(0, I_d)``, ``Sigma = U Lambda U^T``)::
+
+          A = -U diag( 1 / ((n+1)/n * lambda_i + (1/n) sum_k lambda_k) ) U^T        (eq. 8)
+
+      which for ``Sigma = I`` is ``-1 / ((n-1)/n + (d+2)/n) I = -n/(n+d+1) I``.
+    * ``w_cov="inverse_sigma"`` (``w* ~ N(0, Sigma^{-1})``, the setting of Theorems 4-5): the paper states
+      no Theorem-1 formula for this prior. Writing ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar``
+      (Sec. 5.2's "distorted view") maps it to the isotropic case, whose optimum ``-n/(n+d+1) I``
+      transforms to ``A = -n/(n+d+1) Sigma^{-1}`` (derived here, not stated in the paper).
+
+    The optimum is unique only up to ``b <- gamma b``, ``A <- A / gamma``; ``-A`` is the preconditioner
+    of the one GD step (Lemma 2) and ``sparse_predict({"A": A[None]}, Z0)`` is the optimal predictor.
+
+    Args:
+        Sigma: ``(d, d)`` symmetric positive-definite input covariance.
+        n: number of context examples, ``n >= 1``.
+        w_cov: ``"identity"`` or ``"inverse_sigma"``, the covariance of ``w*``.
+
+    Returns:
+        ``(d, d)`` symmetric negative-definite ``A``.
+    """
+    v.spd_matrix("Sigma", Sigma)
+    n = v.positive_int("n", n)
+    if w_cov not in ("identity", "inverse_sigma"):
+        raise ValueError(f"w_cov must be 'identity' or 'inverse_sigma', got {w_cov!r}")
+    S = jnp.asarray(Sigma)
+    S = (S + S.T) / 2
+    d = S.shape[0]
+    lam, U = jnp.linalg.eigh(S)
+    if w_cov == "identity":
+        diag = 1.0 / ((n + 1) / n * lam + jnp.sum(lam) / n)
+    else:
+        diag = (n / (n + d + 1)) / lam
+    A = -(U * diag) @ U.T
+    return (A + A.T) / 2

@@ -1,0 +1,208 @@
+"""Linear self-attention (LSA) models of Part I (Xie et al.).
+
+Multi-head LSA (Xie et al. eq. 3, 5, 6) on an embedding ``E`` of shape ``(d+1, C+1)``::
+
+    f(E) = [ E + sum_h (1/C) W^P_h W^V_h E W^M E^T (W^K_h)^T W^Q_h E ]_{-1,-1},
+
+with the mask ``W^M = diag(I_C, 0)``. Only the bottom-right entry is read, so iclgd computes just that:
+with ``b_h`` the last row of ``W^P_h W^V_h``, ``A_h = (W^K_h)^T W^Q_h``, ``G = (1/C) sum_{i<=C} z_i z_i^T``
+and ``z_q`` the last column of ``E``::
+
+    f(E) = y_q + sum_h b_h^T G A_h z_q .
+
+:func:`lsa_output` computes the whole output matrix literally, for tests and for the book.
+
+Parameters are pytrees: ``{"WK", "WQ", "WV", "WP"}``, each ``(H, d+1, d+1)``. The y_q-LSA of
+Definition 3 adds a vector ``"w"`` of shape ``(d,)`` and feeds ``y_q = w^T x_q``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from . import _validate as v
+from .tasks import TaskBatch, embed
+
+__all__ = [
+    "init_lsa",
+    "lsa_predict",
+    "lsa_output",
+    "gd_weights",
+    "init_yq_lsa",
+    "yq_lsa_predict",
+    "lsa_reduced",
+    "mse",
+]
+
+_KEYS = ("WK", "WQ", "WV", "WP")
+
+
+def init_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1) -> dict:
+    """Random multi-head LSA parameters.
+
+    Args:
+        key: PRNG key.
+        d: input dimension (the model dimension is ``d+1``).
+        H: number of heads, ``H >= 1``.
+        init_std: standard deviation of the i.i.d. normal entries, ``> 0``.
+
+    Returns:
+        ``{"WK", "WQ", "WV", "WP"}``, each of shape ``(H, d+1, d+1)``.
+    """
+    d = v.positive_int("d", d)
+    H = v.positive_int("H", H)
+    init_std = v.nonneg_float("init_std", init_std)
+    keys = jax.random.split(key, 4)
+    D = d + 1
+    return {k: init_std * jax.random.normal(kk, (H, D, D)) for k, kk in zip(_KEYS, keys)}
+
+
+def _check_params(params, D: int | None = None) -> tuple[int, int]:
+    if not isinstance(params, dict) or any(k not in params for k in _KEYS):
+        raise ValueError(f"params must be a dict with keys {_KEYS} (see init_lsa), got {params!r:.80}")
+    s = params["WK"].shape
+    if len(s) != 3 or s[1] != s[2]:
+        raise ValueError(f"params['WK'] must have shape (H, d+1, d+1), got shape {tuple(s)}")
+    H, D0 = s[0], s[1]
+    if D is not None and D0 != D:
+        raise ValueError(
+            f"params['WK'] must have shape (H, {D}, {D}) to match E with d+1 = {D} rows, got shape {tuple(s)}"
+        )
+    for k in _KEYS:
+        v.shape(f"params[{k!r}]", params[k], (H, D0, D0), f"({H}, {D0}, {D0})")
+    return H, D0
+
+
+def _check_E(E) -> tuple[int, int]:
+    v.shape("E", E, (None, None, None), "(B, d+1, C+1)")
+    if E.shape[1] < 2 or E.shape[2] < 2:
+        raise ValueError(f"E must have shape (B, d+1, C+1) with d >= 1 and C >= 1, got shape {tuple(E.shape)}")
+    return E.shape[1], E.shape[2] - 1
+
+
+def lsa_reduced(params: dict) -> tuple[jax.Array, jax.Array]:
+    """The parameters that the prediction depends on.
+
+    Returns:
+        ``b``: ``(H, d+1)``, the last rows of ``W^P_h W^V_h``;
+        ``A``: ``(H, d+1, d+1)``, the products ``(W^K_h)^T W^Q_h``.
+    """
+    _check_params(params)
+    b = jnp.einsum("hj,hjk->hk", params["WP"][:, -1, :], params["WV"])
+    A = jnp.einsum("hji,hjk->hik", params["WK"], params["WQ"])
+    return b, A
+
+
+def lsa_predict(params: dict, E: jax.Array) -> jax.Array:
+    """Prediction of multi-head LSA, the bottom-right entry of eq. 6 (Xie et al.).
+
+    Args:
+        params: ``{"WK", "WQ", "WV", "WP"}`` each ``(H, d+1, d+1)``.
+        E: ``(B, d+1, C+1)`` embeddings (:func:`iclgd.tasks.embed`).
+
+    Returns:
+        ``(B,)`` predictions ``y_q + sum_h b_h^T G A_h z_q``.
+    """
+    D, C = _check_E(E)
+    _check_params(params, D)
+    b, A = lsa_reduced(params)
+    Z = E[:, :, :C]  # context columns (B, D, C)
+    zq = E[:, :, C]  # query column (B, D)
+    # b_h^T G A_h z_q  with  G = Z Z^T / C:  (b_h^T Z)(Z^T A_h z_q) / C
+    bZ = jnp.einsum("hk,bkc->bhc", b, Z)  # (B, H, C)
+    Az = jnp.einsum("hik,bk->bhi", A, zq)  # (B, H, D)
+    ZAz = jnp.einsum("bic,bhi->bhc", Z, Az)  # (B, H, C)
+    return zq[:, -1] + jnp.sum(bZ * ZAz, axis=(1, 2)) / C
+
+
+def lsa_output(params: dict, E: jax.Array) -> jax.Array:
+    """The full output matrix ``E + sum_h head_h(E)`` of eq. 5-6, literally (for tests).
+
+    Returns:
+        ``(B, d+1, C+1)``.
+    """
+    D, C = _check_E(E)
+    _check_params(params, D)
+    M = jnp.diag(jnp.concatenate([jnp.ones(C), jnp.zeros(1)]))
+    heads = jnp.einsum(
+        "hij,hjk,bkl,lm,bnm,hpn,hpq,bqr->bir",
+        params["WP"], params["WV"], E, M, E, params["WK"], params["WQ"], E,
+    )
+    return E + heads / C
+
+
+def gd_weights(w0, eta: float, H: int = 1) -> dict:
+    """LSA weights that implement one GD step from ``w0`` with step ``eta`` (Xie et al. eq. 7).
+
+    ``W^V = [[0, 0], [w0^T, -1]]``, ``W^K = W^Q = diag(I_d, 0)``, and ``W^P = -eta * I``. With these
+    weights and ``y_q = w0^T x_q``, LSA returns ``(w0 - (eta/C) X^T (X w0 - y))^T x_q`` (eq. 9).
+
+    Note: eq. 7 of the paper writes ``W^P = -(eta/C) I``; since eq. 3 already divides by ``C``, that
+    choice gives a step of ``eta/C`` (see the book's chapter "The shared setting"). Extra heads
+    (``H > 1``) are zero.
+
+    Args:
+        w0: ``(d,)`` the GD starting point (Part I: the prior mean ``w_star``).
+        eta: the step size.
+        H: number of heads (head 0 carries the construction).
+
+    Returns:
+        LSA parameters with ``H`` heads.
+    """
+    w0 = jnp.asarray(w0, dtype=float)
+    v.shape("w0", w0, (None,), "(d,)")
+    eta = v.finite_float("eta", eta)
+    H = v.positive_int("H", H)
+    d = w0.shape[0]
+    D = d + 1
+    WV = jnp.zeros((D, D)).at[d, :d].set(w0).at[d, d].set(-1.0)
+    WK = jnp.zeros((D, D)).at[:d, :d].set(jnp.eye(d))
+    WP = -eta * jnp.eye(D)
+    one = {"WK": WK, "WQ": WK, "WV": WV, "WP": WP}
+    return {k: jnp.zeros((H, D, D)).at[0].set(m) for k, m in one.items()}
+
+
+def init_yq_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1, w=None) -> dict:
+    """Random y_q-LSA parameters (Xie et al. Definition 3): LSA weights plus the guess vector ``w``.
+
+    Args:
+        key: PRNG key.
+        d: input dimension.
+        H: heads (the paper uses ``H = 1``).
+        init_std: std of the LSA weights.
+        w: ``(d,)`` initial guess vector; default zeros.
+
+    Returns:
+        ``{"attn": LSA params, "w": (d,)}``.
+    """
+    attn = init_lsa(key, d, H, init_std)
+    if w is None:
+        w = jnp.zeros(d)
+    else:
+        w = jnp.asarray(v.shape("w", w, (d,), f"({d},)"), dtype=float)
+    return {"attn": attn, "w": w}
+
+
+def yq_lsa_predict(params: dict, tasks: TaskBatch) -> jax.Array:
+    """Prediction of y_q-LSA: LSA on the embedding ``E_w`` with ``y_q = w^T x_q`` (eq. 11-12).
+
+    Args:
+        params: ``{"attn": LSA params, "w": (d,)}``.
+        tasks: a :class:`~iclgd.tasks.TaskBatch`.
+
+    Returns:
+        ``(B,)`` predictions.
+    """
+    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
+        raise ValueError("params must be a dict {'attn': LSA params, 'w': (d,)} (see init_yq_lsa)")
+    d = tasks.X.shape[-1]
+    v.shape("params['w']", params["w"], (d,), f"({d},)")
+    return lsa_predict(params["attn"], embed(tasks, tasks.x_q @ params["w"]))
+
+
+def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
+    """Mean squared error ``mean((pred - target)^2)`` over the batch; both ``(B,)``."""
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target must have the same shape, got {tuple(pred.shape)} and {tuple(target.shape)}")
+    return jnp.mean((pred - target) ** 2)

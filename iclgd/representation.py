@@ -1,0 +1,550 @@
+"""In-context learning with representations: the task family and the ridge predictors of Part II.
+
+Part II follows Yang, Huang, Liang, Chi, *In-Context Learning with Representations: Contextual
+Generalization of Trained Transformers* (2024). Equation numbers below are the paper's.
+
+The task family (Sec. 2, eq. 1-4)
+---------------------------------
+* A fixed **dictionary** ``V = {v_1, ..., v_K}`` of ``K`` distinct unit-norm tokens in ``R^d``.
+* A fixed **representation map** ``f = (f_1, ..., f_m): R^d -> R^m``; write ``z_k := f(v_k)``.
+  In the paper's experiments (Sec. 4) every token and its representation ``f(v_k)`` are drawn from a
+  standard Gaussian, i.e. ``f`` is a random lookup table over the dictionary; any callable may be
+  supplied instead.
+* Per prompt, coefficients ``lambda ~ D_lambda`` (Assumption 1: independent entries, mean 0,
+  variance 1; the experiments use ``N(0, I_m)`` in-domain and ``N(1_m, 4 I_m)`` out-of-domain).
+* Labels of **all** ``K`` tokens (eq. 1)::
+
+      y_k = lambda^T (f(v_k) + eps_k),   eps_k ~ i.i.d. N(0, tau I_m),   k in [K],
+
+  so ``tau`` is the noise *variance* per feature coordinate.
+* The prompt shows the **first** ``N`` tokens with their labels (the tokens are the same in every
+  prompt; only the labels change). Embedding (eq. 2, 4)::
+
+      E = (E^P, E^Q) = [[v_1 ... v_N, v_{N+1} ... v_K],
+                        [y_1 ... y_N,   0     ...   0 ]]  in R^{(d+1) x K}.
+
+Notation (eq. 12, 19): ``Z = (z_1, ..., z_N) in R^{m x N}`` (prompt features),
+``Z^Q = (z_{N+1}, ..., z_K) in R^{m x (K-N)}`` (query features), ``Z_hat = (Z, Z^Q) in R^{m x K}``.
+
+Predictors the paper compares against (Sec. 3.2-3.3)
+----------------------------------------------------
+* eq. 20: the ridge regression the trained transformer implements, regulariser ``m tau / (2N)``;
+  eq. 22: ``y_star = (y, (Z^Q)^T lambda_hat)``.
+* eq. 25 (= eq. 24 by Lemma 4): the "best possible" ridge regression, regulariser ``tau / 2``;
+  eq. 23: ``y_best = (y, (Z^Q)^T lambda_hat_tau)``.
+* eq. 34: the matrix ``A in R^{N x K}`` the transformer learns, with ``y_star_k = <y, A[:, k]>``
+  (eq. 27); it is the best predictor *linear in y* under Assumption 1 and attains the infimum ``L*``
+  of the population loss (Lemma 5), computed by :func:`optimal_loss`.
+
+Shapes: ``B`` batch (prompts), ``K`` dictionary size, ``N`` prompt length, ``d`` token dimension,
+``m`` number of basis functions.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as v
+
+__all__ = [
+    "RepresentationSpec",
+    "RepresentationBatch",
+    "make_representation_spec",
+    "random_dictionary",
+    "sample_lambda",
+    "representation_labels",
+    "sample_representation_tasks",
+    "embed_representation",
+    "ridge_regression",
+    "ridge_eq20",
+    "ridge_eq25",
+    "y_star",
+    "y_best",
+    "limit_matrix",
+    "optimal_loss",
+]
+
+
+class RepresentationSpec(NamedTuple):
+    """A task of ICL with representations (a pytree of arrays; jit-safe: ``N`` is a shape).
+
+    The dictionary is split into the ``N`` prompt tokens and the ``K - N`` query tokens so that every
+    size is static under ``jit``.
+
+    Attributes:
+        tokens_P: ``(N, d)`` prompt tokens ``v_1 .. v_N`` (rows; the paper's ``V^T``, eq. 3).
+        tokens_Q: ``(K-N, d)`` query tokens ``v_{N+1} .. v_K``.
+        Z: ``(m, N)`` prompt features ``(f(v_1), ..., f(v_N))`` (eq. 12).
+        ZQ: ``(m, K-N)`` query features ``(f(v_{N+1}), ..., f(v_K))`` (eq. 19).
+        tau: ``()`` label-noise variance ``tau`` of eq. 1 (``eps_k ~ N(0, tau I_m)``).
+        lam_mean: ``(m,)`` mean of ``lambda``'s distribution ``D_lambda``.
+        lam_std: ``()`` standard deviation of each ``lambda_i`` (``D_lambda = N(lam_mean, lam_std^2 I)``).
+    """
+
+    tokens_P: jax.Array
+    tokens_Q: jax.Array
+    Z: jax.Array
+    ZQ: jax.Array
+    tau: jax.Array
+    lam_mean: jax.Array
+    lam_std: jax.Array
+
+    @property
+    def N(self) -> int:
+        """Prompt length ``N``."""
+        return int(self.tokens_P.shape[0])
+
+    @property
+    def K(self) -> int:
+        """Dictionary size ``K``."""
+        return int(self.tokens_P.shape[0] + self.tokens_Q.shape[0])
+
+    @property
+    def d(self) -> int:
+        """Token dimension ``d``."""
+        return int(self.tokens_P.shape[1])
+
+    @property
+    def m(self) -> int:
+        """Number of basis functions ``m``."""
+        return int(self.Z.shape[0])
+
+    @property
+    def tokens(self) -> jax.Array:
+        """``(K, d)`` the whole dictionary, rows ``v_1 .. v_K``."""
+        return jnp.concatenate([self.tokens_P, self.tokens_Q], axis=0)
+
+    @property
+    def Z_hat(self) -> jax.Array:
+        """``(m, K)`` all features ``Z_hat = (Z, Z^Q)`` (eq. 34)."""
+        return jnp.concatenate([self.Z, self.ZQ], axis=1)
+
+
+class RepresentationBatch(NamedTuple):
+    """A batch of prompts of one :class:`RepresentationSpec` (a pytree of arrays).
+
+    Attributes:
+        lam: ``(B, m)`` the coefficient vector ``lambda`` of each prompt.
+        eps: ``(B, K, m)`` the feature noise ``eps_k`` of every token (eq. 1).
+        y_all: ``(B, K)`` labels of all ``K`` tokens, ``y_k = lambda^T (f(v_k) + eps_k)``.
+        y: ``(B, N)`` prompt labels ``y = (y_1, ..., y_N)`` (= ``y_all[:, :N]``).
+        E: ``(B, d+1, K)`` embeddings ``E = (E^P, E^Q)`` (eq. 2, 4).
+    """
+
+    lam: jax.Array
+    eps: jax.Array
+    y_all: jax.Array
+    y: jax.Array
+    E: jax.Array
+
+
+def random_dictionary(key: jax.Array, K: int, d: int) -> jax.Array:
+    """``K`` unit-norm tokens: standard Gaussian vectors (Sec. 4) normalised to ``||v_k||_2 = 1`` (Sec. 2).
+
+    Args:
+        key: PRNG key.
+        K: dictionary size, ``K >= 2``.
+        d: token dimension, ``d >= 1``.
+
+    Returns:
+        ``(K, d)`` tokens, one per row.
+    """
+    K = v.positive_int("K", K, 2)
+    d = v.positive_int("d", d)
+    g = jax.random.normal(key, (K, d))
+    return g / jnp.linalg.norm(g, axis=-1, keepdims=True)
+
+
+def _check_assumption3(tokens_P: np.ndarray) -> None:
+    """Assumption 3: some coordinate of the prompt tokens takes ``N`` distinct values."""
+    N = tokens_P.shape[0]
+    for row in tokens_P.T:  # d coordinates; concrete numpy, not traced
+        if np.unique(row).size == N:
+            return
+    raise ValueError(
+        "tokens must satisfy Assumption 3: some coordinate of the prompt tokens v_1..v_N must take "
+        "N distinct values (in particular the prompt tokens must be distinct)"
+    )
+
+
+def make_representation_spec(
+    key: jax.Array | None,
+    K: int,
+    d: int,
+    m: int,
+    N: int,
+    tau: float,
+    *,
+    tokens=None,
+    f: Callable[[jax.Array], jax.Array] | None = None,
+    features=None,
+    lam_mean=0.0,
+    lam_std: float = 1.0,
+) -> RepresentationSpec:
+    """Build and validate a :class:`RepresentationSpec`.
+
+    Defaults follow the paper's experiments (Sec. 4): tokens standard Gaussian then normalised to unit
+    norm, features ``f(v_k)`` i.i.d. standard Gaussian (a random lookup table), ``lambda ~ N(0, I_m)``.
+    Fig. 2 uses ``K=200, d=100, m=20, N=30``; Fig. 3 ``K=200, m=100, tau=0.01, N in 50..150``.
+
+    Args:
+        key: PRNG key for whatever is generated (tokens and/or features); may be ``None`` only if
+            both ``tokens`` and one of ``f``/``features`` are given.
+        K: dictionary size, ``K >= 2``.
+        d: token dimension, ``d >= 1``.
+        m: number of basis functions, ``m >= 1``.
+        N: prompt length, ``1 <= N < K``.
+        tau: label-noise variance ``tau >= 0`` of eq. 1 (the paper assumes ``tau > 0``; ``tau = 0`` is
+            the noise-free case of Sec. 3.3).
+        tokens: optional ``(K, d)`` dictionary (rows unit-norm, satisfying Assumption 3).
+        f: optional representation map, a callable ``(d,) -> (m,)`` (vmapped over the dictionary).
+        features: optional ``(K, m)`` table of ``f(v_k)`` (rows); give at most one of ``f``, ``features``.
+        lam_mean: mean of ``lambda``, a scalar or ``(m,)``.
+        lam_std: standard deviation of each ``lambda_i``, ``>= 0``.
+
+    Returns:
+        The validated spec.
+
+    Raises:
+        ValueError: naming the argument, for a bad size, shape, non-unit-norm or repeated tokens,
+            ``N >= K``, ``tau < 0``, non-finite values, or both ``f`` and ``features``.
+    """
+    K = v.positive_int("K", K, 2)
+    d = v.positive_int("d", d)
+    m = v.positive_int("m", m)
+    N = v.positive_int("N", N)
+    if N >= K:
+        raise ValueError(f"N must satisfy 1 <= N < K = {K} (the prompt is the first N of K tokens), got {N}")
+    tau = v.nonneg_float("tau", tau)
+    lam_std = v.nonneg_float("lam_std", lam_std)
+    if f is not None and features is not None:
+        raise ValueError("give at most one of f (a callable) and features (a (K, m) table), got both")
+    if f is not None and not callable(f):
+        raise ValueError(f"f must be a callable mapping a (d,) token to (m,) features, got {type(f).__name__}")
+    need_key = tokens is None or (f is None and features is None)
+    if need_key and key is None:
+        raise ValueError("key must be a PRNG key when tokens or features are generated, got None")
+    k_tok, k_feat = jax.random.split(key) if key is not None else (None, None)
+
+    if tokens is None:
+        tokens = random_dictionary(k_tok, K, d)
+    else:
+        v.shape("tokens", tokens, (K, d), f"({K}, {d})")
+        v.finite_array("tokens", tokens)
+        tokens = jnp.asarray(tokens, dtype=float)
+        norms = np.linalg.norm(np.asarray(tokens, dtype=np.float64), axis=-1)
+        if not np.allclose(norms, 1.0, atol=1e-4):
+            raise ValueError(f"tokens must be unit-norm (||v_k||_2 = 1), got norms in [{norms.min():.4g}, {norms.max():.4g}]")
+    _check_assumption3(np.asarray(tokens[:N]))
+
+    if f is not None:
+        try:
+            features = jax.vmap(f)(tokens)
+        except Exception as exc:  # the callable itself is at fault
+            raise ValueError(f"f must map a (d,) = ({d},) token to (m,) = ({m},) features; calling it failed: {exc}") from exc
+        v.shape("f(tokens)", features, (K, m), f"({K}, {m}) (f must return (m,) = ({m},))")
+    elif features is None:
+        features = jax.random.normal(k_feat, (K, m))
+    else:
+        v.shape("features", features, (K, m), f"({K}, {m})")
+    v.finite_array("features", features)
+    features = jnp.asarray(features, dtype=float)
+
+    lam_mean = jnp.asarray(lam_mean, dtype=float)
+    if lam_mean.ndim == 0:
+        lam_mean = jnp.full((m,), lam_mean)
+    v.shape("lam_mean", lam_mean, (m,), f"() or ({m},)")
+    v.finite_array("lam_mean", lam_mean)
+    return RepresentationSpec(
+        tokens_P=tokens[:N],
+        tokens_Q=tokens[N:],
+        Z=features[:N].T,
+        ZQ=features[N:].T,
+        tau=jnp.asarray(tau, dtype=float),
+        lam_mean=lam_mean,
+        lam_std=jnp.asarray(lam_std, dtype=float),
+    )
+
+
+def _check_spec(spec) -> RepresentationSpec:
+    if not isinstance(spec, RepresentationSpec):
+        raise ValueError(
+            f"spec must be an iclgd.representation.RepresentationSpec (use make_representation_spec), "
+            f"got {type(spec).__name__}"
+        )
+    return spec
+
+
+def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean=None, lam_std=None) -> jax.Array:
+    """Draw ``lambda ~ N(lam_mean, lam_std^2 I_m)``, one per prompt (Sec. 4).
+
+    Args:
+        key: PRNG key.
+        spec: the task.
+        batch: number of prompts ``B >= 1``.
+        lam_mean: optional override of ``spec.lam_mean`` (scalar or ``(m,)``), e.g. ``1.0`` for the
+            paper's out-of-domain test set ``N(1_m, 4 I_m)``.
+        lam_std: optional override of ``spec.lam_std``, e.g. ``2.0`` for the out-of-domain set.
+
+    Returns:
+        ``(B, m)`` coefficient vectors.
+    """
+    spec = _check_spec(spec)
+    batch = v.positive_int("batch", batch)
+    m = spec.m
+    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
+    if mean.ndim == 0:
+        mean = jnp.full((m,), mean)
+    v.shape("lam_mean", mean, (m,), f"() or ({m},)")
+    std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
+    return mean + std * jax.random.normal(key, (batch, m))
+
+
+def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """The embedding ``E = (E^P, E^Q)`` of eq. 2 and 4.
+
+    Args:
+        spec: the task.
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, d+1, K)``: column ``k`` is ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` for ``k > N``.
+    """
+    spec = _check_spec(spec)
+    N, K = spec.N, spec.K
+    v.shape("y", y, (None, N), f"(B, {N})")
+    B = y.shape[0]
+    V = jnp.broadcast_to(spec.tokens.T, (B, spec.d, K))
+    labels = jnp.concatenate([y, jnp.zeros((B, K - N), dtype=y.dtype)], axis=1)
+    return jnp.concatenate([V, labels[:, None, :]], axis=1)
+
+
+def representation_labels(key: jax.Array, spec: RepresentationSpec, lam: jax.Array) -> RepresentationBatch:
+    """Labels of all ``K`` tokens for given coefficients ``lambda`` (eq. 1), noise drawn from ``key``.
+
+    Useful at inference time, where ``lambda`` may lie outside the training distribution (Thm. 2).
+
+    Args:
+        key: PRNG key for the noise ``eps``.
+        spec: the task.
+        lam: ``(B, m)`` coefficient vectors.
+
+    Returns:
+        A :class:`RepresentationBatch`.
+    """
+    spec = _check_spec(spec)
+    m, K, N = spec.m, spec.K, spec.N
+    v.shape("lam", lam, (None, m), f"(B, {m})")
+    v.finite_array("lam", lam)
+    B = lam.shape[0]
+    eps = jnp.sqrt(spec.tau) * jax.random.normal(key, (B, K, m))
+    feats = spec.Z_hat.T  # (K, m), row k = z_k
+    y_all = jnp.einsum("bi,bki->bk", lam, feats[None] + eps)
+    y = y_all[:, :N]
+    return RepresentationBatch(lam=lam, eps=eps, y_all=y_all, y=y, E=embed_representation(spec, y))
+
+
+def sample_representation_tasks(
+    key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean=None, lam_std=None
+) -> RepresentationBatch:
+    """Draw ``batch`` prompts: ``lambda ~ D_lambda`` per prompt, then labels of all tokens (eq. 1).
+
+    The dictionary, ``f`` and ``N`` are fixed by ``spec``; only ``lambda`` and the noise differ per prompt.
+
+    Args:
+        key: PRNG key.
+        spec: the task (:func:`make_representation_spec`).
+        batch: number of prompts ``B >= 1``.
+        lam_mean: optional override of the mean of ``lambda`` (see :func:`sample_lambda`).
+        lam_std: optional override of the standard deviation of ``lambda``.
+
+    Returns:
+        A :class:`RepresentationBatch` with ``lam (B, m)``, ``eps (B, K, m)``, ``y_all (B, K)``,
+        ``y (B, N)``, ``E (B, d+1, K)``.
+    """
+    spec = _check_spec(spec)
+    batch = v.positive_int("batch", batch)
+    k_lam, k_eps = jax.random.split(key)
+    lam = sample_lambda(k_lam, spec, batch, lam_mean, lam_std)
+    return representation_labels(k_eps, spec, lam)
+
+
+# ----------------------------------------------------------------------------------------------
+# Ridge regression over the basis (eq. 20, 25) and the predictors of eq. 22, 23, 27, 34.
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_Zy(Z, y) -> tuple[int, int]:
+    v.shape("Z", Z, (None, None), "(m, N)")
+    m, N = Z.shape
+    v.shape("y", y, (None, N), f"(B, {N}) to match Z of shape (m, N) = {tuple(Z.shape)}")
+    v.finite_array("Z", Z)
+    v.finite_array("y", y)
+    return m, N
+
+
+def ridge_regression(Z: jax.Array, y: jax.Array, reg) -> jax.Array:
+    """Batched ridge regression ``argmin_lam 1/(2N) sum_i (y_i - lam^T z_i)^2 + reg/2 ||lam||^2``.
+
+    Closed form ``lam_hat = (Z Z^T + N reg I_m)^{-1} Z y = Z (Z^T Z + N reg I_N)^{-1} y``; the ``N x N``
+    (dual) form is used when ``N <= m`` and the ``m x m`` (primal) form otherwise (a static, shape-based
+    choice), so ``reg = 0`` gives the minimum-norm interpolant (``N <= m``, ``Z`` of full column rank) or
+    least squares (``N > m``, full row rank).
+
+    Args:
+        Z: ``(m, N)`` features ``(z_1, ..., z_N)``.
+        y: ``(B, N)`` labels.
+        reg: the regularisation weight ``>= 0`` (a Python/NumPy scalar or a 0-d array; may be traced).
+
+    Returns:
+        ``(B, m)`` coefficients ``lam_hat``.
+
+    Raises:
+        ValueError: for shape mismatches, a negative or non-finite ``reg``, or (on concrete inputs) a
+            singular system with ``reg = 0``.
+    """
+    m, N = _check_Zy(Z, y)
+    if not v._is_tracer(reg):
+        reg = v.nonneg_float("reg", reg)
+    Z = jnp.asarray(Z)
+    c = N * reg
+    if N <= m:
+        G = Z.T @ Z + c * jnp.eye(N)
+        alpha = jnp.linalg.solve(G, jnp.asarray(y).T)  # (N, B)
+        lam = (Z @ alpha).T
+    else:
+        G = Z @ Z.T + c * jnp.eye(m)
+        lam = jnp.linalg.solve(G, Z @ jnp.asarray(y).T).T
+    if not v._is_tracer(lam) and not bool(jnp.all(jnp.isfinite(lam))):
+        raise ValueError(
+            "ridge regression is singular: with reg = 0, Z must have full rank "
+            f"(column rank N = {N} if N <= m, row rank m = {m} otherwise)"
+        )
+    return lam
+
+
+def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
+    """The transformer's ridge regression, eq. 20.
+
+    ``lam_hat = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + (m tau)/(2N) ||lam||^2``
+    ``       = (Z Z^T + m tau I_m)^{-1} Z y``.
+
+    Args:
+        Z: ``(m, N)`` prompt features.
+        y: ``(B, N)`` prompt labels.
+        tau: noise variance ``tau >= 0``.
+
+    Returns:
+        ``(B, m)``.
+    """
+    m, N = _check_Zy(Z, y)
+    tau = tau if v._is_tracer(tau) else v.nonneg_float("tau", tau)
+    return ridge_regression(Z, y, m * tau / N)
+
+
+def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
+    """The best-possible ridge regression, eq. 25 (equivalent to eq. 24 by Lemma 4).
+
+    ``lam_hat_tau = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + tau/2 ||lam||^2``
+    ``            = (Z Z^T + N tau I_m)^{-1} Z y``.
+
+    Args:
+        Z: ``(m, N)`` prompt features.
+        y: ``(B, N)`` prompt labels.
+        tau: noise variance ``tau >= 0``.
+
+    Returns:
+        ``(B, m)``.
+    """
+    _check_Zy(Z, y)
+    tau = tau if v._is_tracer(tau) else v.nonneg_float("tau", tau)
+    return ridge_regression(Z, y, tau)
+
+
+def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """The trained transformer's limit output ``y_star = (y, (Z^Q)^T lam_hat)`` of eq. 22 (``lam_hat`` of eq. 20).
+
+    Args:
+        spec: the task.
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, K)``.
+    """
+    spec = _check_spec(spec)
+    lam = ridge_eq20(spec.Z, y, spec.tau)
+    return jnp.concatenate([y, lam @ spec.ZQ], axis=1)
+
+
+def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """The best possible output ``y_best = (y, (Z^Q)^T lam_hat_tau)`` of eq. 23 (``lam_hat_tau`` of eq. 25).
+
+    Args:
+        spec: the task.
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, K)``.
+    """
+    spec = _check_spec(spec)
+    lam = ridge_eq25(spec.Z, y, spec.tau)
+    return jnp.concatenate([y, lam @ spec.ZQ], axis=1)
+
+
+def limit_matrix(spec: RepresentationSpec) -> jax.Array:
+    """The matrix ``A = (Z^T Z + m tau I_N)^{-1} (Z^T Z_hat + (m tau I_N, 0))`` of eq. 34.
+
+    The trained transformer's ``A_hat(theta)`` (eq. 35) converges to ``A``; ``y_star_k = <y, A[:, k]>``
+    (eq. 27), so ``A[:, :N] = I_N``. Requires ``Z^T Z + m tau I`` invertible (``tau > 0``, or
+    ``N <= m`` with ``Z`` of full column rank).
+
+    Returns:
+        ``(N, K)``.
+    """
+    spec = _check_spec(spec)
+    Z, N, m = spec.Z, spec.N, spec.m
+    G = Z.T @ Z + m * spec.tau * jnp.eye(N)
+    rhs = Z.T @ spec.Z_hat + jnp.concatenate([m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1)
+    A = jnp.linalg.solve(G, rhs)
+    if not v._is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
+        raise ValueError("spec must have Z^T Z + m tau I_N invertible (tau > 0, or N <= m and Z of full column rank)")
+    return A
+
+
+def optimal_loss(spec: RepresentationSpec) -> jax.Array:
+    """``L* = inf_theta L(theta)``, the constant of Lemma 5 (eq. 36), under Assumption 1.
+
+    ``L* = 1/(2K) [ sum_{k<=N} (||z_k||^2 + m tau - (Z^T z_k + m tau e_k)^T G^{-1} (Z^T z_k + m tau e_k))
+    + sum_{k>N} (||z_k||^2 + m tau - (Z^T z_k)^T G^{-1} Z^T z_k) ]`` with ``G = Z^T Z + m tau I_N``.
+
+    Note: the paper's ``c'_k`` (query tokens, eq. 79 and the second sum of ``L*``) omits the ``+ m tau``;
+    it is needed because eq. 77 gives ``m tau (||a_k||^2 + 1)`` for ``k > N`` -- the label noise
+    ``lambda^T eps_k`` of an unseen token is independent of the prompt and irreducible
+    (``E (lambda^T eps_k)^2 = m tau``). With it, ``L*`` equals the population loss at ``A_hat = A``
+    (:func:`iclgd.softmax.population_loss_from_A`); each prompt-token term is exactly 0.
+
+    Returns:
+        ``()``.
+
+    Raises:
+        ValueError: if ``spec``'s ``lambda`` distribution violates Assumption 1 (mean 0, variance 1).
+    """
+    spec = _check_spec(spec)
+    if not v._is_tracer(spec.lam_std) and (
+        not np.allclose(np.asarray(spec.lam_mean), 0.0) or not np.isclose(float(spec.lam_std), 1.0)
+    ):
+        raise ValueError(
+            "spec must satisfy Assumption 1 (lam_mean = 0, lam_std = 1) for L* of Lemma 5, "
+            f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = {float(np.abs(np.asarray(spec.lam_mean)).max())}"
+        )
+    Z, N, m, K = spec.Z, spec.N, spec.m, spec.K
+    mt = m * spec.tau
+    G = Z.T @ Z + mt * jnp.eye(N)
+    R = Z.T @ spec.Z_hat + jnp.concatenate([mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1)  # (N, K)
+    quad = jnp.sum(R * jnp.linalg.solve(G, R), axis=0)  # (K,)
+    const = jnp.sum(spec.Z_hat**2, axis=0) + mt
+    return jnp.sum(const - quad) / (2 * K)

@@ -1,0 +1,484 @@
+"""Softmax-attention models of Part II (Yang, Huang, Liang, Chi 2024).
+
+1. The one-layer multi-head softmax attention of eq. 5-8. With the paper's parametrisation (eq. 7)
+   ``W^O = (I_K, ..., I_K)``, ``W^V_h = (0, w_h)`` with ``w_h in R^K``, and
+   ``(W^K_h)^T W^Q_h = [[Q_h, 0], [0, 0]]`` with ``Q_h in R^{d x d}``, the prediction for token ``k`` is
+   the ``k``-th diagonal entry of ``T(E)`` (eq. 6)::
+
+       y_hat_k = < y, sum_h w_{h,k} softmax(V^T Q_h v_k) >,   k in [K]            (eq. 8)
+
+   where ``V = (v_1, ..., v_N)`` are the prompt tokens and ``y`` the prompt labels. The attention
+   scores ``s^h_k = softmax(V^T Q_h v_k) in R^N`` (eq. 28) do not depend on the labels, so the model is
+   ``y_hat = y^T A_hat(theta)`` with ``A_hat(theta) = (sum_h w_{h,k} s^h_k)_k in R^{N x K}`` (eq. 35):
+   :func:`softmax_predict` computes exactly that, :func:`softmax_attention_map` computes ``T(E)``
+   literally (for tests and the book).
+
+   Parameters: ``{"Q": (H, d, d), "w": (H, K)}``. Initialisation (Prop. 1, Thm. 1, Sec. 4):
+   ``Q_h(i, j) ~ N(0, beta^2)`` (the experiments use ``beta = 1``), ``w_h = 0``.
+
+   Training objective: the population loss (eq. 9)
+   ``L(theta) = 1/2 E_{lambda, eps}[ 1/K sum_k (y_hat_k - y_k)^2 ]`` over all ``K`` tokens, estimated on
+   a batch by :func:`softmax_loss` and computed exactly (no sampling) by :func:`population_loss`
+   (eq. 74-77 / Lemma 5). The paper trains with GD (eq. 10, learning rates ``eta_Q``, ``eta_w``) in
+   theory and with Adam (lr ``1e-4``, batch 256) in the experiments.
+
+2. A standard pre-LayerNorm transformer encoder in plain JAX for the paper's 4-layer runs (Sec. 4:
+   ``d_model = 256``, ``d_ff = 512``, ``H = 8``): :func:`init_transformer`, :func:`transformer_predict`.
+   It reads the embedding ``E^T`` (one row ``(v_k, y_k or 0)`` per token) and returns one label
+   prediction per position.
+
+Shapes: ``B`` batch, ``K`` dictionary size, ``N`` prompt length, ``d`` token dimension, ``H`` heads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as v
+from .representation import RepresentationBatch, RepresentationSpec, _check_spec
+
+__all__ = [
+    "init_softmax",
+    "attention_scores",
+    "attention_matrix",
+    "softmax_predict",
+    "softmax_attention_map",
+    "empirical_loss",
+    "softmax_loss",
+    "population_loss_from_A",
+    "population_loss",
+    "inference_loss",
+    "zeta0",
+    "layer_norm",
+    "init_transformer",
+    "transformer_predict",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# One-layer multi-head softmax attention (eq. 5-8)
+# ----------------------------------------------------------------------------------------------
+
+
+def init_softmax(key: jax.Array, d: int, K: int, H: int, beta: float = 1.0) -> dict:
+    """Initial parameters ``theta = {Q_h, w_h}_{h<=H}`` of the paper's model.
+
+    ``Q_h(i, j) ~ i.i.d. N(0, beta^2)`` (Prop. 1; Sec. 4 uses standard Gaussian, ``beta = 1``) and
+    ``w_h = 0`` (Thm. 1). Prop. 1 needs ``H >= N`` for Assumption 2 to hold almost surely.
+
+    Args:
+        key: PRNG key.
+        d: token dimension.
+        K: dictionary size (each head has one value weight ``w_{h,k}`` per token).
+        H: number of heads.
+        beta: standard deviation of the entries of ``Q_h``, ``>= 0``.
+
+    Returns:
+        ``{"Q": (H, d, d), "w": (H, K)}``.
+    """
+    d = v.positive_int("d", d)
+    K = v.positive_int("K", K, 2)
+    H = v.positive_int("H", H)
+    beta = v.nonneg_float("beta", beta)
+    return {"Q": beta * jax.random.normal(key, (H, d, d)), "w": jnp.zeros((H, K))}
+
+
+def _check_softmax_params(params, d: int | None = None, K: int | None = None) -> tuple[int, int, int]:
+    if not isinstance(params, dict) or "Q" not in params or "w" not in params:
+        raise ValueError("params must be a dict {'Q': (H, d, d), 'w': (H, K)} (see init_softmax)")
+    Q, w = params["Q"], params["w"]
+    want_d = "d" if d is None else str(d)
+    s = getattr(Q, "shape", ())
+    if len(s) != 3 or s[1] != s[2] or (d is not None and s[1] != d):
+        raise ValueError(f"params['Q'] must have shape (H, {want_d}, {want_d}), got shape {tuple(s)}")
+    H = s[0]
+    v.shape("params['w']", w, (H, K), f"({H}, {'K' if K is None else K}) (H from params['Q'])")
+    return H, s[1], w.shape[1]
+
+
+def attention_scores(params: dict, spec: RepresentationSpec) -> jax.Array:
+    """Attention scores ``s^h_k = softmax(V^T Q_h v_k)`` (eq. 28) of every head and token.
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task (gives the prompt tokens ``V`` and the dictionary).
+
+    Returns:
+        ``(H, N, K)``; entry ``[h, i, k]`` is ``s^h_{ik}``; each ``[h, :, k]`` sums to 1.
+    """
+    spec = _check_spec(spec)
+    _check_softmax_params(params, spec.d, spec.K)
+    logits = jnp.einsum("id,hde,ke->hik", spec.tokens_P, params["Q"], spec.tokens)
+    return jax.nn.softmax(logits, axis=1)
+
+
+def attention_matrix(params: dict, spec: RepresentationSpec) -> jax.Array:
+    """``A_hat(theta) = (sum_h w_{h,1} s^h_1, ..., sum_h w_{h,K} s^h_K)`` of eq. 35.
+
+    Returns:
+        ``(N, K)``; the model predicts ``y_hat = y^T A_hat(theta)`` (eq. 8).
+    """
+    s = attention_scores(params, spec)
+    return jnp.einsum("hk,hik->ik", params["w"], s)
+
+
+def softmax_predict(params: dict, spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """Predictions ``y_hat_k`` of eq. 8 for all ``K`` tokens of the dictionary.
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task (tokens are fixed; only the labels change between prompts).
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, K)`` predictions (the diagonal of ``T(E)``, eq. 6).
+    """
+    spec = _check_spec(spec)
+    v.shape("y", y, (None, spec.N), f"(B, {spec.N})")
+    return y @ attention_matrix(params, spec)
+
+
+def softmax_attention_map(params: dict, E: jax.Array, N: int) -> jax.Array:
+    """The attention map ``T(E) = W^O (head_1(E); ...; head_H(E))`` of eq. 5-7, computed literally.
+
+    ``head_h(E) = W^V_h E^P softmax((E^P)^T (W^K_h)^T W^Q_h E)`` (column-wise softmax, eq. 5) with
+    ``W^V_h = (0, w_h) in R^{K x (d+1)}``, ``(W^K_h)^T W^Q_h = [[Q_h, 0], [0, 0]]`` and
+    ``W^O = (I_K, ..., I_K)`` (eq. 7). The predictions are ``diag(T(E))`` (eq. 8).
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        E: ``(B, d+1, K)`` embeddings ``(E^P, E^Q)`` (eq. 2, 4).
+        N: prompt length (the first ``N`` columns of ``E`` are ``E^P``), ``1 <= N < K``.
+
+    Returns:
+        ``(B, K, K)``.
+    """
+    v.shape("E", E, (None, None, None), "(B, d+1, K)")
+    B, D, K = E.shape
+    N = v.positive_int("N", N)
+    if N >= K:
+        raise ValueError(f"N must satisfy 1 <= N < K = {K} (E has K = {K} columns), got {N}")
+    if D < 2:
+        raise ValueError(f"E must have shape (B, d+1, K) with d >= 1, got shape {tuple(E.shape)}")
+    H, d, _ = _check_softmax_params(params, D - 1, K)
+    M = jnp.zeros((H, D, D)).at[:, : D - 1, : D - 1].set(params["Q"])  # (W^K_h)^T W^Q_h, eq. 7b
+    WV = jnp.zeros((H, K, D)).at[:, :, D - 1].set(params["w"])  # W^V_h = (0, w_h), eq. 7a
+    EP = E[:, :, :N]
+    logits = jnp.einsum("bdi,hde,bek->bhik", EP, M, E)  # (E^P)^T M_h E : (B, H, N, K)
+    S = jax.nn.softmax(logits, axis=2)  # column-wise
+    heads = jnp.einsum("hjd,bdi,bhik->bhjk", WV, EP, S)  # (B, H, K, K)
+    return jnp.sum(heads, axis=1)  # W^O = (I_K, ..., I_K)
+
+
+def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
+    """Monte-Carlo estimate of eq. 9 on a batch: ``1/2 mean_b [ 1/K sum_k (y_hat_k - y_k)^2 ]``.
+
+    Args:
+        y_hat: ``(B, K)`` predictions for all tokens.
+        y_all: ``(B, K)`` true (noisy) labels of all tokens.
+
+    Returns:
+        ``()``.
+    """
+    v.shape("y_hat", y_hat, (None, None), "(B, K)")
+    if tuple(y_hat.shape) != tuple(y_all.shape):
+        raise ValueError(f"y_hat and y_all must have the same shape (B, K), got {tuple(y_hat.shape)} and {tuple(y_all.shape)}")
+    return 0.5 * jnp.mean((y_hat - y_all) ** 2)
+
+
+def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBatch) -> jax.Array:
+    """The training loss eq. 9 of the one-layer model, estimated on ``batch``.
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task.
+        batch: prompts from :func:`iclgd.representation.sample_representation_tasks`.
+
+    Returns:
+        ``()``.
+    """
+    if not isinstance(batch, RepresentationBatch):
+        raise ValueError(f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}")
+    return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)
+
+
+def population_loss_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Array:
+    """The exact population loss eq. 9 of any predictor ``y_hat = y^T A_hat`` (eq. 74-77).
+
+    With ``S = E[lambda lambda^T] = mu mu^T + sigma^2 I_m`` (``mu = spec.lam_mean``,
+    ``sigma = spec.lam_std``), the expectation over ``lambda`` and ``eps`` in eq. 75 is::
+
+        L = 1/(2K) sum_k [ (Z a_k - z_k)^T S (Z a_k - z_k) + tau tr(S) (||a_k||^2 + 1 - 2 a_kk 1{k <= N}) ]
+
+    (the cross term, eq. 76, vanishes; the noise term is ``||a_k - e_k||^2`` for a prompt token and
+    ``||a_k||^2 + 1`` for a query token). Under Assumption 1 (``S = I_m``) this is eq. 75 with eq. 77:
+    ``1/(2K) sum_k [||Z a_k - z_k||^2 + m tau (||a_k||^2 + 1) - 2 m tau a_kk 1{k <= N}]``.
+
+    Args:
+        A_hat: ``(N, K)``, column ``a_k`` maps the prompt labels to the prediction for token ``k``.
+        spec: the task.
+
+    Returns:
+        ``()``.
+    """
+    spec = _check_spec(spec)
+    N, K, m = spec.N, spec.K, spec.m
+    v.shape("A_hat", A_hat, (N, K), f"({N}, {K})")
+    mu, sig = spec.lam_mean, spec.lam_std
+    R = spec.Z @ A_hat - spec.Z_hat  # (m, K): Z a_k - z_k
+    quad = sig**2 * jnp.sum(R**2, axis=0) + (mu @ R) ** 2
+    trS = sig**2 * m + mu @ mu
+    # ||a_k - e_k||^2 for k <= N; ||a_k||^2 + 1 for k > N (eps_k is then independent of the prompt).
+    noise = jnp.sum((A_hat - jnp.eye(N, K)) ** 2, axis=0) + (jnp.arange(K) >= N)
+    return jnp.sum(quad + spec.tau * trS * noise) / (2 * K)
+
+
+def population_loss(params: dict, spec: RepresentationSpec) -> jax.Array:
+    """The exact training objective ``L(theta)`` of eq. 9 (no sampling), via eq. 74-77.
+
+    ``L(theta) = population_loss_from_A(A_hat(theta))``; under Assumption 1 it equals
+    ``1/(2K) sum_k ||Z_bar delta_k||^2 + L*`` (Lemma 5), with ``L*`` from
+    :func:`iclgd.representation.optimal_loss`.
+
+    Returns:
+        ``()``.
+    """
+    return population_loss_from_A(attention_matrix(params, spec), spec)
+
+
+def inference_loss(y_hat: jax.Array, y_target: jax.Array) -> jax.Array:
+    """Theorem 2's inference error ``1/(2K) ||y_hat - y_star||_2^2`` (eq. 22), averaged over the batch.
+
+    (Fig. 2 of the paper plots ``1/K ||y_hat - y_star||^2``, i.e. twice this; Fig. 3 plots
+    ``1/K ||y_star - y_best||^2``.)
+
+    Args:
+        y_hat: ``(B, K)`` model predictions.
+        y_target: ``(B, K)`` reference, e.g. :func:`iclgd.representation.y_star`.
+
+    Returns:
+        ``()``.
+    """
+    return empirical_loss(y_hat, y_target)
+
+
+def zeta0(params: dict, spec: RepresentationSpec) -> jax.Array:
+    """``zeta = min_k lambda_min(B_k B_k^T)`` of eq. 14 at ``params`` (``B_k = Z_bar C_k``, eq. 12-13).
+
+    ``Z_bar = (Z^T Z + m tau I_N)^{1/2}`` and ``C_k = (s^1_k, ..., s^H_k) in R^{N x H}``. Assumption 2
+    (``B_k`` of full row rank for all ``k``) is ``zeta > 0``; it fails whenever ``H < N``.
+
+    Returns:
+        ``()``.
+    """
+    spec = _check_spec(spec)
+    N, m = spec.N, spec.m
+    G = spec.Z.T @ spec.Z + m * spec.tau * jnp.eye(N)
+    ev, U = jnp.linalg.eigh(G)
+    Zbar = (U * jnp.sqrt(jnp.clip(ev, 0.0))) @ U.T
+    C = attention_scores(params, spec)  # (H, N, K)
+    Bk = jnp.einsum("ij,hjk->kih", Zbar, C)  # (K, N, H)
+    return jnp.min(jnp.linalg.eigvalsh(Bk @ jnp.swapaxes(Bk, 1, 2)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Standard pre-LayerNorm transformer (Sec. 4's 4-layer runs)
+# ----------------------------------------------------------------------------------------------
+
+_LAYER_KEYS = ("ln1_g", "ln1_b", "Wq", "Wk", "Wv", "Wo", "bo", "ln2_g", "ln2_b", "W1", "b1", "W2", "b2")
+
+
+def layer_norm(x: jax.Array, gain: jax.Array, bias: jax.Array, eps: float = 1e-5) -> jax.Array:
+    """LayerNorm over the last axis: ``gain * (x - mean) / sqrt(var + eps) + bias``.
+
+    Args:
+        x: ``(..., D)``.
+        gain: ``(D,)``.
+        bias: ``(D,)``.
+        eps: variance floor, ``> 0``.
+
+    Returns:
+        ``(..., D)``.
+    """
+    D = x.shape[-1]
+    v.shape("gain", gain, (D,), f"({D},)")
+    v.shape("bias", bias, (D,), f"({D},)")
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return gain * (x - mean) * jax.lax.rsqrt(var + eps) + bias
+
+
+def init_transformer(
+    key: jax.Array,
+    d_in: int,
+    d_model: int = 256,
+    n_heads: int = 8,
+    d_ff: int = 512,
+    n_layers: int = 4,
+    seq_len: int | None = None,
+    pos_encoding: str = "none",
+) -> dict:
+    """Parameters of a pre-LayerNorm transformer encoder (Vaswani et al. 2017 with pre-LN).
+
+    Defaults are the paper's 4-layer configuration (Sec. 4: ``d_model = 256``, ``d_ff = 512``, ``H = 8``
+    in Fig. 2). Weights are ``N(0, 1/fan_in)``, biases 0, LayerNorm gains 1. The per-layer weights are
+    stacked along a leading ``n_layers`` axis so :func:`transformer_predict` can ``lax.scan`` over them.
+
+    The paper's dictionary is fixed and always in the same order, so a token ``v_k`` already identifies
+    its position; ``pos_encoding="none"`` (default) relies on that, ``"learned"`` adds a learned
+    ``(seq_len, d_model)`` table (``N(0, 0.02^2)``).
+
+    Args:
+        key: PRNG key.
+        d_in: input feature size (``d + 1`` for the embedding ``E^T``).
+        d_model: model width, divisible by ``n_heads``.
+        n_heads: attention heads per layer.
+        d_ff: hidden width of the ReLU feed-forward block.
+        n_layers: number of layers.
+        seq_len: maximum sequence length (``K``); required for ``pos_encoding="learned"``.
+        pos_encoding: ``"none"`` or ``"learned"``.
+
+    Returns:
+        ``{"embed": {"W": (d_in, d_model), "b": (d_model,)},
+        "layers": {"ln1_g", "ln1_b": (L, D), "Wq", "Wk", "Wv": (L, D, H, D/H), "Wo": (L, H, D/H, D),
+        "bo": (L, D), "ln2_g", "ln2_b": (L, D), "W1": (L, D, d_ff), "b1": (L, d_ff), "W2": (L, d_ff, D),
+        "b2": (L, D)}, "final_ln": {"g", "b": (D,)}, "readout": {"W": (D,), "b": ()}}`` plus
+        ``"pos": (seq_len, D)`` if learned.
+    """
+    d_in = v.positive_int("d_in", d_in)
+    D = v.positive_int("d_model", d_model)
+    H = v.positive_int("n_heads", n_heads)
+    F = v.positive_int("d_ff", d_ff)
+    L = v.positive_int("n_layers", n_layers)
+    if D % H:
+        raise ValueError(f"d_model must be divisible by n_heads = {H}, got d_model = {D}")
+    if pos_encoding not in ("none", "learned"):
+        raise ValueError(f"pos_encoding must be 'none' or 'learned', got {pos_encoding!r}")
+    if pos_encoding == "learned":
+        if seq_len is None:
+            raise ValueError("seq_len must be given (an integer >= 1) when pos_encoding='learned'")
+        seq_len = v.positive_int("seq_len", seq_len)
+    Dh = D // H
+    ks = jax.random.split(key, 9)
+
+    def nrm(k, shape, fan_in):
+        return jax.random.normal(k, shape) / math.sqrt(fan_in)
+
+    layers = {
+        "ln1_g": jnp.ones((L, D)),
+        "ln1_b": jnp.zeros((L, D)),
+        "Wq": nrm(ks[1], (L, D, H, Dh), D),
+        "Wk": nrm(ks[2], (L, D, H, Dh), D),
+        "Wv": nrm(ks[3], (L, D, H, Dh), D),
+        "Wo": nrm(ks[4], (L, H, Dh, D), D),
+        "bo": jnp.zeros((L, D)),
+        "ln2_g": jnp.ones((L, D)),
+        "ln2_b": jnp.zeros((L, D)),
+        "W1": nrm(ks[5], (L, D, F), D),
+        "b1": jnp.zeros((L, F)),
+        "W2": nrm(ks[6], (L, F, D), F),
+        "b2": jnp.zeros((L, D)),
+    }
+    params = {
+        "embed": {"W": nrm(ks[0], (d_in, D), d_in), "b": jnp.zeros((D,))},
+        "layers": layers,
+        "final_ln": {"g": jnp.ones((D,)), "b": jnp.zeros((D,))},
+        "readout": {"W": nrm(ks[7], (D,), D), "b": jnp.zeros(())},
+    }
+    if pos_encoding == "learned":
+        params["pos"] = 0.02 * jax.random.normal(ks[8], (seq_len, D))
+    return params
+
+
+def _check_transformer_params(params) -> tuple[int, int, int, int, int, int]:
+    ok = (
+        isinstance(params, dict)
+        and all(isinstance(params.get(k), dict) for k in ("embed", "layers", "final_ln", "readout"))
+        and all(k in params["layers"] for k in _LAYER_KEYS)
+    )
+    if not ok:
+        raise ValueError("params must be the nested dict returned by init_transformer (keys embed, layers, final_ln, readout)")
+    d_in, D = params["embed"]["W"].shape
+    lay = params["layers"]
+    s = lay["Wq"].shape
+    if len(s) != 4 or s[1] != D or s[2] * s[3] != D:
+        raise ValueError(f"params['layers']['Wq'] must have shape (L, {D}, H, {D}/H), got shape {tuple(s)}")
+    L, _, H, Dh = s
+    F = lay["W1"].shape[-1]
+    want = {
+        "ln1_g": (L, D), "ln1_b": (L, D), "Wk": (L, D, H, Dh), "Wv": (L, D, H, Dh), "Wo": (L, H, Dh, D),
+        "bo": (L, D), "ln2_g": (L, D), "ln2_b": (L, D), "W1": (L, D, F), "b1": (L, F), "W2": (L, F, D),
+        "b2": (L, D),
+    }
+    for k, shp in want.items():
+        v.shape(f"params['layers'][{k!r}]", lay[k], shp)
+    v.shape("params['final_ln']['g']", params["final_ln"]["g"], (D,))
+    v.shape("params['final_ln']['b']", params["final_ln"]["b"], (D,))
+    v.shape("params['readout']['W']", params["readout"]["W"], (D,))
+    return d_in, D, L, H, Dh, F
+
+
+def transformer_predict(
+    params: dict, inputs: jax.Array, causal: bool = False, n_keys: int | None = None
+) -> jax.Array:
+    """Forward pass of the pre-LN transformer; one scalar prediction per position.
+
+    ``x_0 = inputs W_e + b_e (+ pos)``; for each layer ``x <- x + MHA(LN_1(x))``,
+    ``x <- x + FFN(LN_2(x))`` with ``FFN(u) = ReLU(u W_1 + b_1) W_2 + b_2``; then
+    ``y_hat_t = LN_f(x_t)^T w_r + b_r``. Attention is bidirectional by default (an encoder: like eq. 5,
+    every query position sees the whole prompt).
+
+    For the paper's task use ``inputs = jnp.swapaxes(batch.E, 1, 2)`` (``(B, K, d+1)``, rows
+    ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` after) and compare the output with ``batch.y_all``.
+
+    Args:
+        params: from :func:`init_transformer`.
+        inputs: ``(B, T, d_in)``.
+        causal: if True, position ``t`` attends only to positions ``<= t``.
+        n_keys: if given, every position attends only to the first ``n_keys`` positions (with
+            ``n_keys = N`` the keys are the prompt tokens, as in eq. 5), ``1 <= n_keys <= T``.
+
+    Returns:
+        ``(B, T)`` predictions.
+    """
+    d_in, D, L, H, Dh, F = _check_transformer_params(params)
+    v.shape("inputs", inputs, (None, None, d_in), f"(B, T, {d_in})")
+    T = inputs.shape[1]
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be a bool, got {causal!r}")
+    x = inputs @ params["embed"]["W"] + params["embed"]["b"]
+    if "pos" in params:
+        P = params["pos"]
+        if P.ndim != 2 or P.shape[1] != D or P.shape[0] < T:
+            raise ValueError(f"params['pos'] must have shape (seq_len >= T = {T}, {D}), got shape {tuple(P.shape)}")
+        x = x + P[:T]
+    allowed = jnp.ones((T, T), dtype=bool)  # [query t, key s]
+    if causal:
+        allowed = allowed & jnp.tril(jnp.ones((T, T), dtype=bool))
+    if n_keys is not None:
+        n_keys = v.positive_int("n_keys", n_keys)
+        if n_keys > T:
+            raise ValueError(f"n_keys must satisfy 1 <= n_keys <= T = {T}, got {n_keys}")
+        allowed = allowed & (jnp.arange(T) < n_keys)[None, :]
+    neg = jnp.finfo(x.dtype).min
+
+    def layer(x, p):
+        u = layer_norm(x, p["ln1_g"], p["ln1_b"])
+        q = jnp.einsum("btd,dhe->bhte", u, p["Wq"])
+        k = jnp.einsum("btd,dhe->bhte", u, p["Wk"])
+        val = jnp.einsum("btd,dhe->bhte", u, p["Wv"])
+        logits = jnp.einsum("bhte,bhse->bhts", q, k) / math.sqrt(Dh)
+        att = jax.nn.softmax(jnp.where(allowed, logits, neg), axis=-1)
+        o = jnp.einsum("bhts,bhse->bhte", att, val)
+        x = x + jnp.einsum("bhte,hed->btd", o, p["Wo"]) + p["bo"]
+        u = layer_norm(x, p["ln2_g"], p["ln2_b"])
+        x = x + jax.nn.relu(u @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+        return x, None
+
+    x, _ = jax.lax.scan(layer, x, params["layers"])
+    x = layer_norm(x, params["final_ln"]["g"], params["final_ln"]["b"])
+    return x @ params["readout"]["W"] + params["readout"]["b"]

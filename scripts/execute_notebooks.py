@@ -1,0 +1,112 @@
+#!/usr/bin/env python
+"""Execute the book's notebooks for commit, in place, and record how long each took.
+
+Each notebook runs top to bottom in a fresh kernel (nbclient), with the notebook's own folder as
+working directory. On success its outputs are written back into the ``.ipynb`` and its
+notebook-level metadata gets ``metadata.iclgd.execution`` (wall time, ``ICLGD_SCALE``, time stamp,
+CPU count, package versions); then ``book/_status.json`` is regenerated
+(``scripts/record_status.py``), which the status page of the book renders. A notebook that fails is
+left untouched on disk, and the script exits with status 1 after trying the others.
+
+Usage::
+
+    python scripts/execute_notebooks.py                          # every notebook in _toc.yml
+    python scripts/execute_notebooks.py book/part1/foo.ipynb     # just these
+    python scripts/execute_notebooks.py --scale paper            # the papers' settings
+    python scripts/execute_notebooks.py --timeout 3600
+
+The kernel is the notebook's kernelspec (default ``python3``), i.e. the Python environment running
+this script when ipykernel is installed in it; the versions recorded are this environment's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record_status  # noqa: E402  (sibling script)
+
+REPO = record_status.REPO
+
+
+def current_scale() -> str:
+    """``ICLGD_SCALE`` as iclgd reads it (validated by iclgd.config when importable)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from iclgd import config
+    except ImportError:
+        return os.environ.get("ICLGD_SCALE", "ci").strip().lower() or "ci"
+    return config.scale()
+
+
+def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> float:
+    """Execute ``path`` in place; return its wall time in seconds (raises on a failing cell)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    kernel_name = kernel or nb.metadata.get("kernelspec", {}).get("name") or "python3"
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    wall = time.perf_counter() - start
+    nb.metadata.setdefault("iclgd", {})["execution"] = {
+        "wall_time_s": round(wall, 1),
+        "scale": scale,
+        "executed_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": record_status.package_versions(),
+    }
+    nbformat.write(nb, path)
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
+    parser.add_argument("--scale", choices=("ci", "paper"), help="set ICLGD_SCALE for the kernels")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
+    parser.add_argument("--kernel", default=None, help="kernel name (default: the notebook's)")
+    args = parser.parse_args(argv)
+
+    if args.scale:
+        os.environ["ICLGD_SCALE"] = args.scale
+    scale = current_scale()
+    paths = [p.resolve() for p in args.notebooks] or record_status.toc_notebooks()
+    if not paths:
+        print("no notebooks to execute (none named in _toc.yml exists yet)")
+    failed: list[Path] = []
+    for path in paths:
+        rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+        print(f"[execute] {rel} (ICLGD_SCALE={scale}) ...", flush=True)
+        try:
+            wall = execute_one(path, timeout=args.timeout, kernel=args.kernel, scale=scale)
+        except Exception as exc:  # nbclient.exceptions.CellExecutionError, timeouts, kernel death
+            failed.append(path)
+            print(f"[FAILED]  {rel}: {type(exc).__name__}: {str(exc)[-2000:]}", file=sys.stderr, flush=True)
+            continue
+        print(f"[ok]      {rel}: {wall:.1f} s", flush=True)
+    status = record_status.write_status()
+    print(f"wrote {status.relative_to(REPO)}")
+    if failed:
+        print(f"{len(failed)} notebook(s) failed: " + ", ".join(str(p) for p in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Tests of iclgd.linear_transformer (Part III, Ahn et al. 2023)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from iclgd import linear_transformer as lt
+from iclgd.tasks import TaskBatch, embed, embed_zero_query, make_prior, sample_tasks
+
+RTOL = 1e-10
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    """Run every test of this module in float64, then restore the previous setting."""
+    with jax.enable_x64(True):
+        yield
+
+
+def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3) -> TaskBatch:
+    """Random prompts with an anisotropic Sigma and noisy labels (Lemma 2 needs neither)."""
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(d, d))
+    Sigma = M @ M.T / d + 0.5 * np.eye(d)
+    prior = make_prior(d, Sigma=Sigma, noise_std=noise_std)
+    return sample_tasks(jax.random.key(seed), prior, n, B)
+
+
+def _rand_A(seed: int, L: int, d: int, symmetric: bool, scale: float = 0.4) -> jax.Array:
+    G = scale * jax.random.normal(jax.random.key(100 + seed), (L, d, d))
+    return (G + jnp.swapaxes(G, 1, 2)) / 2 if symmetric else G
+
+
+def _close(a, b, rtol: float = RTOL) -> None:
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == np.float64 and b.dtype == np.float64
+    scale = max(1.0, float(np.abs(b).max()))
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale)
+
+
+# --------------------------------------------------------------------------- Lemma 2 (eq. 9 <-> eq. 11)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_lemma2_sparse_transformer_is_preconditioned_gd(k):
+    t = _tasks(k)
+    A = _rand_A(k, k, t.X.shape[-1], symmetric=True)
+    Z0 = embed_zero_query(t)
+    pred_tf = lt.sparse_predict({"A": A}, Z0)
+    pred_gd = lt.preconditioned_gd(t.X, t.y, t.x_q, A)
+    _close(pred_tf, pred_gd)
+    assert float(jnp.abs(pred_gd).max()) > 1e-2  # not a trivial 0 == 0
+
+
+def test_lemma2_after_every_layer():
+    """Lemma 2: after layer l, [Z_l]_{d+1,n+1} = -<w_l, x^(n+1)> for every l = 0..k."""
+    t = _tasks(4)
+    A = _rand_A(4, 3, t.X.shape[-1], symmetric=True)
+    Z0 = embed_zero_query(t)
+    ws = lt.preconditioned_gd_iterates(t.X, t.y, A)
+    assert ws.shape == (4,) + t.x_q.shape
+    np.testing.assert_array_equal(np.asarray(ws[0]), 0.0)
+    for l in range(1, 4):
+        Zl = lt.linear_transformer_output(lt.sparse_to_full({"A": A[:l]}), Z0)
+        _close(Zl[:, -1, -1], -jnp.einsum("bi,bi->b", ws[l], t.x_q))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_lemma2_nonsymmetric_A_takes_the_transposed_step(k):
+    """Attention score x^(j)T A x^(n+1): a non-symmetric A_l acts as A_l^T in eq. 11."""
+    t = _tasks(10 + k)
+    A = _rand_A(10 + k, k, t.X.shape[-1], symmetric=False)
+    pred_tf = lt.sparse_predict({"A": A}, embed_zero_query(t))
+    _close(pred_tf, lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.swapaxes(A, 1, 2)))
+    assert float(jnp.abs(pred_tf - lt.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
+
+
+def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
+    """A_l = -gamma I gives w_{l+1} = w_l - gamma (1/n) X^T (X w_l - y), all n examples used."""
+    t = _tasks(5)
+    X, y = np.asarray(t.X), np.asarray(t.y)
+    n, d = X.shape[1:]
+    gamma = 0.3
+    w = np.zeros((X.shape[0], d))
+    for _ in range(2):
+        w = w - gamma * np.einsum("bni,bn->bi", X, np.einsum("bni,bi->bn", X, w) - y) / n
+    A = [-gamma * jnp.eye(d)] * 2  # a sequence is accepted too
+    _close(lt.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q)))
+
+
+# --------------------------------------------------------------------------- full model vs sparse forms
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_full_model_at_eq9_equals_sparse_predict(k):
+    t = _tasks(20 + k)
+    sp = {"A": _rand_A(20 + k, k, t.X.shape[-1], symmetric=True)}
+    full = lt.sparse_to_full(sp)
+    d = t.X.shape[-1]
+    assert full["P"].shape == full["Q"].shape == (k, d + 1, d + 1)
+    np.testing.assert_array_equal(np.asarray(full["P"][:, -1, -1]), 1.0)
+    np.testing.assert_array_equal(np.asarray(full["P"][:, :d, :]), 0.0)
+    Z0 = embed_zero_query(t)
+    _close(lt.linear_transformer_predict(full, Z0), lt.sparse_predict(sp, Z0))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_gd_plus_plus_transformer_equals_algorithm(k):
+    t = _tasks(30 + k)
+    d = t.X.shape[-1]
+    A = _rand_A(30 + k, k, d, symmetric=True)  # eq. 13 takes A_l symmetric
+    Bm = 0.5 * jax.random.normal(jax.random.key(200 + k), (k, d, d))  # B_l arbitrary
+    sp = {"A": A, "B": Bm}
+    Z0 = embed_zero_query(t)
+    pred_sparse = lt.sparse_predict(sp, Z0)
+    _close(pred_sparse, lt.linear_transformer_predict(lt.sparse_to_full(sp), Z0))
+    _close(pred_sparse, lt.gd_plus_plus(t.X, t.y, t.x_q, A, Bm))
+    if k >= 2:  # B_0 matters from the second layer on: GD++ differs from plain PGD
+        assert float(jnp.abs(pred_sparse - lt.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
+
+
+def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
+    t = _tasks(40)
+    d = t.X.shape[-1]
+    A = _rand_A(40, 3, d, symmetric=True)
+    _close(lt.gd_plus_plus(t.X, t.y, t.x_q, A, jnp.zeros_like(A)), lt.preconditioned_gd(t.X, t.y, t.x_q, A))
+
+
+@pytest.mark.parametrize("L", [1, 3])
+def test_efficient_output_equals_literal(L):
+    """The cheap forward equals eq. 4 with whole matrix products, on a general Z (nonzero y_q too)."""
+    t = _tasks(50 + L)
+    Z0 = embed(t, jnp.linspace(-1.0, 1.0, t.X.shape[0]))
+    params = lt.init_linear_transformer(jax.random.key(L), t.X.shape[-1], L, init_std=0.3)
+    _close(lt.linear_transformer_output(params, Z0), lt.linear_transformer_output_literal(params, Z0))
+    _close(lt.linear_transformer_predict(params, Z0), -lt.linear_transformer_output_literal(params, Z0)[:, -1, -1])
+
+
+# --------------------------------------------------------------------------- shapes, jit, grad
+
+
+@pytest.mark.parametrize("B,d,n,L", [(1, 1, 1, 1), (3, 2, 5, 2), (4, 5, 20, 3), (2, 3, 2, 4)])
+def test_output_shapes(B, d, n, L):
+    t = sample_tasks(jax.random.key(B + d + n + L), make_prior(d), n, B)
+    Z0 = embed_zero_query(t)
+    full = lt.init_linear_transformer(jax.random.key(0), d, L)
+    assert full["P"].shape == full["Q"].shape == (L, d + 1, d + 1)
+    assert lt.linear_transformer_output(full, Z0).shape == (B, d + 1, n + 1)
+    assert lt.linear_transformer_predict(full, Z0).shape == (B,)
+    sp = lt.init_sparse(jax.random.key(1), d, L)
+    np.testing.assert_allclose(np.asarray(sp["A"]), np.asarray(jnp.swapaxes(sp["A"], 1, 2)))
+    assert set(sp) == {"A"} and sp["A"].shape == (L, d, d)
+    spB = lt.init_sparse(jax.random.key(1), d, L, with_B=True, symmetric=False)
+    assert spB["B"].shape == (L, d, d)
+    assert lt.sparse_predict(sp, Z0).shape == (B,)
+    assert lt.sparse_predict(spB, Z0).shape == (B,)
+    assert lt.preconditioned_gd(t.X, t.y, t.x_q, sp["A"]).shape == (B,)
+    assert lt.preconditioned_gd_iterates(t.X, t.y, sp["A"]).shape == (L + 1, B, d)
+    assert lt.gd_plus_plus(t.X, t.y, t.x_q, spB["A"], spB["B"]).shape == (B,)
+
+
+def test_jit_and_grad():
+    t = _tasks(60)
+    Z0 = embed_zero_query(t)
+    sp = lt.init_sparse(jax.random.key(0), t.X.shape[-1], 2, 0.1, with_B=True)
+    full = lt.sparse_to_full(sp)
+
+    def loss(p):
+        return jnp.mean((lt.linear_transformer_predict(p, Z0) - t.y_target) ** 2)
+
+    _close(jax.jit(lt.sparse_predict)(sp, Z0), lt.sparse_predict(sp, Z0))
+    g = jax.jit(jax.grad(loss))(full)
+    assert g["P"].shape == full["P"].shape and np.all(np.isfinite(np.asarray(g["Q"])))
+    assert float(jnp.abs(g["Q"]).max()) > 0
+
+
+# --------------------------------------------------------------------------- Theorem 1 (paper's formula)
+
+
+def test_theorem1_isotropic_matches_paper_special_case():
+    """Eq. 8 at Sigma = I equals the paper's isotropic display -1/((n-1)/n + (d+2)/n) I."""
+    d, n = 3, 7
+    A = lt.theorem1_optimal_A(np.eye(d), n)
+    _close(A, -1.0 / ((n - 1) / n + (d + 2) / n) * np.eye(d))
+    _close(lt.theorem1_optimal_A(np.eye(d), n, w_cov="inverse_sigma"), A)
+
+
+def test_theorem1_rotation_and_inverse_sigma():
+    d, n = 4, 10
+    lam = np.array([2.0, 1.0, 0.5, 0.25])
+    U = np.linalg.qr(np.random.default_rng(0).normal(size=(d, d)))[0]
+    Sigma = U @ np.diag(lam) @ U.T
+    want = -U @ np.diag(1.0 / ((n + 1) / n * lam + lam.sum() / n)) @ U.T
+    _close(lt.theorem1_optimal_A(Sigma, n), want)
+    _close(lt.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"), -n / (n + d + 1) * np.linalg.inv(Sigma))
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _small():
+    t = _tasks(70, B=2, n=3, d=2)
+    return t, embed_zero_query(t)
+
+
+def test_bad_params_shape_vs_Z():
+    _, Z0 = _small()  # d = 2
+    params = lt.init_linear_transformer(jax.random.key(0), 3, 2)
+    with pytest.raises(ValueError, match=r"params\['P'\] must have shape \(L, 3, 3\) to match Z0"):
+        lt.linear_transformer_predict(params, Z0)
+    params = lt.init_linear_transformer(jax.random.key(0), 2, 2)
+    params["Q"] = params["Q"][:1]
+    with pytest.raises(ValueError, match=r"params\['Q'\] must have shape \(2, 3, 3\)"):
+        lt.linear_transformer_output_literal(params, Z0)
+    with pytest.raises(ValueError, match=r"params\['A'\] must have shape \(L, 2, 2\) to match Z0"):
+        lt.sparse_predict({"A": jnp.zeros((1, 3, 3))}, Z0)
+    with pytest.raises(ValueError, match=r"params\['B'\] must have shape \(1, 2, 2\)"):
+        lt.sparse_predict({"A": jnp.zeros((1, 2, 2)), "B": jnp.zeros((2, 2, 2))}, Z0)
+    with pytest.raises(ValueError, match=r"params must be a dict \{'A'"):
+        lt.sparse_predict({"A": jnp.zeros((1, 2, 2)), "C": jnp.zeros((1, 2, 2))}, Z0)
+    with pytest.raises(ValueError, match=r"params must be a dict \{'P'"):
+        lt.linear_transformer_predict({"P": jnp.zeros((1, 3, 3))}, Z0)
+
+
+def test_bad_L():
+    _, Z0 = _small()
+    with pytest.raises(ValueError, match=r"L must be an integer >= 1"):
+        lt.init_linear_transformer(jax.random.key(0), 2, 0)
+    with pytest.raises(ValueError, match=r"L must be an integer >= 1"):
+        lt.init_sparse(jax.random.key(0), 2, 1.5)
+    with pytest.raises(ValueError, match=r"L must be an integer >= 1: params\['P'\] has shape \(0, 3, 3\)"):
+        lt.linear_transformer_predict({"P": jnp.zeros((0, 3, 3)), "Q": jnp.zeros((0, 3, 3))}, Z0)
+    with pytest.raises(ValueError, match=r"L must be an integer >= 1: params\['A'\]"):
+        lt.sparse_predict({"A": jnp.zeros((0, 2, 2))}, Z0)
+
+
+def test_bad_Z_shape():
+    t, Z0 = _small()
+    params = lt.init_linear_transformer(jax.random.key(0), 2, 1)
+    with pytest.raises(ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\), got shape \(3, 4\)"):
+        lt.linear_transformer_predict(params, Z0[0])
+    with pytest.raises(ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\) with d >= 1 and n >= 1"):
+        lt.sparse_predict({"A": jnp.zeros((1, 2, 2))}, Z0[:, :, -1:])
+
+
+def test_bad_A_list_and_regression_inputs():
+    t, _ = _small()  # B = 2, n = 3, d = 2
+    with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(1, 2, 3\)"):
+        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((1, 2, 3)))
+    with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(2, 2\)"):
+        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"L must be an integer >= 1: A_list holds no matrices"):
+        lt.preconditioned_gd(t.X, t.y, t.x_q, [])
+    with pytest.raises(ValueError, match=r"B_list must have shape \(2, 2, 2\) like A_list"):
+        lt.gd_plus_plus(t.X, t.y, t.x_q, jnp.zeros((2, 2, 2)), jnp.zeros((3, 2, 2)))
+    with pytest.raises(ValueError, match=r"y must have shape \(2, 3\)"):
+        lt.preconditioned_gd(t.X, t.y[:, :2], t.x_q, jnp.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match=r"x_q must have shape \(2, 2\)"):
+        lt.gd_plus_plus(t.X, t.y, t.x_q[:1], jnp.zeros((1, 2, 2)), jnp.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match=r"X must have shape \(B, n, d\)"):
+        lt.preconditioned_gd_iterates(t.X[0], t.y, jnp.zeros((1, 2, 2)))
+
+
+def test_non_finite_inputs():
+    t, Z0 = _small()
+    params = lt.init_linear_transformer(jax.random.key(0), 2, 1)
+    with pytest.raises(ValueError, match=r"Z0 must contain only finite values"):
+        lt.linear_transformer_predict(params, Z0.at[0, 0, 0].set(jnp.nan))
+    with pytest.raises(ValueError, match=r"params\['Q'\] must contain only finite values"):
+        lt.linear_transformer_predict({"P": params["P"], "Q": params["Q"].at[0, 0, 0].set(jnp.inf)}, Z0)
+    with pytest.raises(ValueError, match=r"A_list must contain only finite values"):
+        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.full((1, 2, 2), jnp.nan))
+    with pytest.raises(ValueError, match=r"y must contain only finite values"):
+        lt.preconditioned_gd(t.X, t.y.at[0, 0].set(jnp.inf), t.x_q, jnp.zeros((1, 2, 2)))
+
+
+def test_bad_key_and_init_args():
+    with pytest.raises(ValueError, match=r"key must be a single JAX PRNG key"):
+        lt.init_linear_transformer(0, 2, 1)
+    with pytest.raises(ValueError, match=r"key must be a single JAX PRNG key"):
+        lt.init_sparse(jax.random.split(jax.random.key(0), 3), 2, 1)
+    with pytest.raises(ValueError, match=r"key must be a single JAX PRNG key"):
+        lt.init_sparse(jnp.zeros(2), 2, 1)  # float, not a uint32 raw key
+    lt.init_sparse(jax.random.PRNGKey(0), 2, 1)  # raw uint32 keys are accepted
+    with pytest.raises(ValueError, match=r"d must be an integer >= 1"):
+        lt.init_linear_transformer(jax.random.key(0), 0, 1)
+    with pytest.raises(ValueError, match=r"init_std must be a finite number >= 0"):
+        lt.init_sparse(jax.random.key(0), 2, 1, init_std=-1.0)
+
+
+def test_bad_theorem1_args():
+    with pytest.raises(ValueError, match=r"Sigma must be positive definite"):
+        lt.theorem1_optimal_A(np.diag([1.0, 0.0]), 5)
+    with pytest.raises(ValueError, match=r"Sigma must be a square matrix"):
+        lt.theorem1_optimal_A(np.ones((2, 3)), 5)
+    with pytest.raises(ValueError, match=r"n must be an integer >= 1"):
+        lt.theorem1_optimal_A(np.eye(2), 0)
+    with pytest.raises(ValueError, match=r"w_cov must be 'identity' or 'inverse_sigma'"):
+        lt.theorem1_optimal_A(np.eye(2), 5, w_cov="sigma")

@@ -1,0 +1,251 @@
+"""Tests of iclgd.softmax: the one-layer multi-head softmax attention of Yang et al. (eq. 5-8), its loss
+(eq. 9, Lemma 5), and the pre-LN transformer used for the paper's 4-layer runs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from iclgd import representation as R
+from iclgd import softmax as S
+
+K, D, M, N, TAU, H = 10, 4, 5, 3, 0.1, 4
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return R.make_representation_spec(jax.random.PRNGKey(0), K=K, d=D, m=M, N=N, tau=TAU)
+
+
+@pytest.fixture(scope="module")
+def params():
+    p = S.init_softmax(jax.random.PRNGKey(1), D, K, H)
+    return {"Q": p["Q"], "w": jax.random.normal(jax.random.PRNGKey(2), (H, K))}
+
+
+@pytest.fixture(scope="module")
+def batch(spec):
+    return R.sample_representation_tasks(jax.random.PRNGKey(3), spec, 6)
+
+
+def _softmax_np(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+# ---------------------------------------------------------------- one-layer model, eq. 5-8
+
+
+def test_init_follows_paper():
+    p = S.init_softmax(jax.random.PRNGKey(0), d=20, K=30, H=16, beta=1.0)
+    assert p["Q"].shape == (16, 20, 20) and p["w"].shape == (16, 30)
+    np.testing.assert_array_equal(p["w"], 0.0)  # w^(0) = 0 (Thm. 1)
+    np.testing.assert_allclose(np.std(p["Q"]), 1.0, atol=0.05)  # Q_h(i,j) ~ N(0, 1) (Sec. 4)
+    np.testing.assert_allclose(np.mean(p["Q"]), 0.0, atol=0.05)
+
+
+def test_shapes_and_scores(spec, params, batch):
+    s = S.attention_scores(params, spec)
+    assert s.shape == (H, N, K)
+    np.testing.assert_allclose(s.sum(axis=1), 1.0, atol=1e-6)
+    assert S.attention_matrix(params, spec).shape == (N, K)
+    assert S.softmax_predict(params, spec, batch.y).shape == (6, K)
+    assert S.softmax_attention_map(params, batch.E, N).shape == (6, K, K)
+
+
+def test_efficient_equals_literal_eq5_to_8(spec, params, batch):
+    """softmax_predict == diag T(E) (eq. 5-7) == a per-sample, per-token, per-head loop of eq. 8."""
+    pred = np.asarray(S.softmax_predict(params, spec, batch.y))
+    T = np.asarray(S.softmax_attention_map(params, batch.E, N))
+    Q, w = np.asarray(params["Q"], np.float64), np.asarray(params["w"], np.float64)
+    V = np.asarray(spec.tokens, np.float64)  # (K, d)
+    y = np.asarray(batch.y, np.float64)
+    loop = np.zeros((y.shape[0], K))
+    full = np.zeros((y.shape[0], K, K))
+    for b in range(y.shape[0]):
+        for k in range(K):
+            for h in range(H):
+                s = _softmax_np(V[:N] @ Q[h] @ V[k])  # softmax(V^T Q_h v_k)
+                loop[b, k] += y[b] @ (w[h, k] * s)
+                full[b, :, k] += w[h] * (y[b] @ s)  # head_h = W^V_h E^P softmax(.) = w_h y^T s^h_k
+    np.testing.assert_allclose(pred, loop, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.diagonal(T, axis1=1, axis2=2), loop, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(T, full, rtol=1e-4, atol=1e-5)
+
+
+def test_uniform_attention_gives_mean_label(spec, batch):
+    """One head with Q = 0: softmax is uniform over the N prompt tokens, so y_hat_k = w_k * mean(y)."""
+    w = jax.random.normal(jax.random.PRNGKey(4), (1, K))
+    p = {"Q": jnp.zeros((1, D, D)), "w": w}
+    pred = S.softmax_predict(p, spec, batch.y)
+    np.testing.assert_allclose(pred, w[0][None, :] * batch.y.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_prediction_linear_in_labels(spec, params, batch):
+    y1, y2 = batch.y[:3], batch.y[3:]
+    lhs = S.softmax_predict(params, spec, 2.0 * y1 - 0.5 * y2)
+    rhs = 2.0 * S.softmax_predict(params, spec, y1) - 0.5 * S.softmax_predict(params, spec, y2)
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- loss (eq. 9, 74-77, Lemma 5)
+
+
+@pytest.mark.parametrize("lam_mean,lam_std", [(0.0, 1.0), (1.0, 2.0)])
+def test_population_loss_matches_monte_carlo(spec, params, lam_mean, lam_std):
+    s = spec._replace(lam_mean=jnp.full((M,), lam_mean), lam_std=jnp.asarray(lam_std))
+    exact = float(S.population_loss(params, s))
+    big = R.sample_representation_tasks(jax.random.PRNGKey(9), s, 100_000)
+    mc = float(S.softmax_loss(params, s, big))
+    np.testing.assert_allclose(mc, exact, rtol=0.03)
+
+
+def test_lemma5_decomposition(spec, params):
+    """L(theta) = 1/(2K) sum_k ||Z_bar delta_k||^2 + L* (eq. 36), delta_k = a_hat_k - A[:, k] (eq. 33)."""
+    A_hat = np.asarray(S.attention_matrix(params, spec), np.float64)
+    A = np.asarray(R.limit_matrix(spec), np.float64)
+    Z = np.asarray(spec.Z, np.float64)
+    G = Z.T @ Z + M * TAU * np.eye(N)  # Z_bar^2
+    delta = A_hat - A
+    want = np.einsum("ik,ij,jk->", delta, G, delta) / (2 * K) + float(R.optimal_loss(spec))
+    np.testing.assert_allclose(S.population_loss(params, spec), want, rtol=1e-4)
+    assert S.population_loss(params, spec) > R.optimal_loss(spec)
+
+
+def test_zeta0_needs_H_at_least_N(spec):
+    """Assumption 2 / Prop. 1: B_k = Z_bar C_k (N x H) has full row rank only if H >= N."""
+    few = S.init_softmax(jax.random.PRNGKey(5), D, K, H=N - 1)
+    many = S.init_softmax(jax.random.PRNGKey(5), D, K, H=N + 2)
+    assert float(S.zeta0(few, spec)) < 1e-5
+    assert float(S.zeta0(many, spec)) > 1e-4
+
+
+def test_training_drives_A_hat_to_A():
+    """Thm. 1-2 in miniature: GD on the population loss -> L*, A_hat(theta) -> A, y_hat -> y_star."""
+    s = R.make_representation_spec(jax.random.PRNGKey(6), K=6, d=3, m=3, N=2, tau=0.1)
+    p = S.init_softmax(jax.random.PRNGKey(7), 3, 6, H=4)
+    opt = optax.adam(0.05)
+    state = opt.init(p)
+
+    @jax.jit
+    def step(p, state):
+        loss, g = jax.value_and_grad(S.population_loss)(p, s)
+        up, state = opt.update(g, state)
+        return optax.apply_updates(p, up), state, loss
+
+    L0 = float(S.population_loss(p, s))
+    for _ in range(1500):
+        p, state, _ = step(p, state)
+    gap0 = L0 - float(R.optimal_loss(s))
+    gap = float(S.population_loss(p, s)) - float(R.optimal_loss(s))
+    assert gap < 1e-3 * gap0
+    np.testing.assert_allclose(S.attention_matrix(p, s), R.limit_matrix(s), atol=0.05)
+
+
+# ---------------------------------------------------------------- pre-LN transformer
+
+
+@pytest.fixture(scope="module")
+def tparams():
+    return S.init_transformer(jax.random.PRNGKey(10), d_in=D + 1, d_model=16, n_heads=4, d_ff=32, n_layers=2)
+
+
+def test_transformer_shapes(tparams, batch):
+    x = jnp.swapaxes(batch.E, 1, 2)  # (B, K, d+1)
+    assert S.transformer_predict(tparams, x).shape == (6, K)
+    assert tparams["layers"]["Wq"].shape == (2, 16, 4, 4)
+    p = S.init_transformer(jax.random.PRNGKey(0), D + 1, 16, 4, 32, 3, seq_len=K, pos_encoding="learned")
+    assert p["pos"].shape == (K, 16) and S.transformer_predict(p, x).shape == (6, K)
+
+
+def test_layer_norm_standardises():
+    x = 3.0 + 5.0 * jax.random.normal(jax.random.PRNGKey(0), (4, 7, 32))
+    out = S.layer_norm(x, jnp.ones(32), jnp.zeros(32))
+    np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(out.var(-1), 1.0, atol=1e-3)
+    out2 = S.layer_norm(x, 2.0 * jnp.ones(32), jnp.ones(32))
+    np.testing.assert_allclose(out2, 2.0 * out + 1.0, atol=1e-5)
+
+
+def test_transformer_jit_equals_eager(tparams, batch):
+    x = jnp.swapaxes(batch.E, 1, 2)
+    eager = S.transformer_predict(tparams, x)
+    jitted = jax.jit(S.transformer_predict, static_argnames=("causal", "n_keys"))(tparams, x)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_transformer_masks(tparams):
+    x = jax.random.normal(jax.random.PRNGKey(11), (2, 8, D + 1))
+    j = 5
+    x2 = x.at[:, j].add(1.0)
+    # causal: positions before j cannot see position j
+    a, b = S.transformer_predict(tparams, x, causal=True), S.transformer_predict(tparams, x2, causal=True)
+    np.testing.assert_allclose(a[:, :j], b[:, :j], atol=1e-6)
+    assert not np.allclose(a[:, j:], b[:, j:])
+    # n_keys = 3 (keys = prompt only, as in eq. 5): changing a non-key position j only changes output j
+    a, b = S.transformer_predict(tparams, x, n_keys=3), S.transformer_predict(tparams, x2, n_keys=3)
+    others = [t for t in range(8) if t != j]
+    np.testing.assert_allclose(a[:, others], b[:, others], atol=1e-6)
+    assert not np.allclose(a[:, j], b[:, j])
+    # no mask: every output depends on position j
+    a, b = S.transformer_predict(tparams, x), S.transformer_predict(tparams, x2)
+    assert np.all(np.abs(np.asarray(a - b)) > 0)
+
+
+def test_transformer_permutation_equivariant_without_positions(tparams):
+    x = jax.random.normal(jax.random.PRNGKey(12), (2, 8, D + 1))
+    perm = np.random.default_rng(0).permutation(8)
+    np.testing.assert_allclose(
+        S.transformer_predict(tparams, x[:, perm]), S.transformer_predict(tparams, x)[:, perm], atol=1e-5
+    )
+
+
+def test_transformer_gradients_flow(tparams, spec, batch):
+    def loss(p):
+        return S.empirical_loss(S.transformer_predict(p, jnp.swapaxes(batch.E, 1, 2)), batch.y_all)
+
+    g = jax.grad(loss)(tparams)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(g):
+        assert np.all(np.isfinite(leaf)), path
+        assert np.any(leaf != 0), path
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_softmax_params(spec, batch):
+    with pytest.raises(ValueError, match=r"params\['Q'\] must have shape \(H, 4, 4\)"):
+        S.softmax_predict({"Q": jnp.zeros((2, 3, 3)), "w": jnp.zeros((2, K))}, spec, batch.y)
+    with pytest.raises(ValueError, match=r"params\['w'\] must have shape \(2, 10\)"):
+        S.softmax_predict({"Q": jnp.zeros((2, D, D)), "w": jnp.zeros((2, K + 1))}, spec, batch.y)
+    with pytest.raises(ValueError, match="params must be a dict"):
+        S.softmax_predict({"Q": jnp.zeros((2, D, D))}, spec, batch.y)
+
+
+def test_bad_softmax_inputs(spec, params, batch):
+    with pytest.raises(ValueError, match=r"y must have shape \(B, 3\)"):
+        S.softmax_predict(params, spec, batch.y_all)
+    with pytest.raises(ValueError, match="N must satisfy 1 <= N < K"):
+        S.softmax_attention_map(params, batch.E, K)
+    with pytest.raises(ValueError, match="y_hat and y_all must have the same shape"):
+        S.empirical_loss(batch.y_all, batch.y)
+    with pytest.raises(ValueError, match=r"A_hat must have shape \(3, 10\)"):
+        S.population_loss_from_A(jnp.zeros((K, N)), spec)
+    with pytest.raises(ValueError, match="H must be an integer >= 1"):
+        S.init_softmax(jax.random.PRNGKey(0), D, K, 0)
+
+
+def test_bad_transformer_config_and_inputs(tparams):
+    with pytest.raises(ValueError, match="d_model must be divisible by n_heads"):
+        S.init_transformer(jax.random.PRNGKey(0), 3, d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match="seq_len must be given"):
+        S.init_transformer(jax.random.PRNGKey(0), 3, 16, 4, 32, 1, pos_encoding="learned")
+    with pytest.raises(ValueError, match="pos_encoding must be 'none' or 'learned'"):
+        S.init_transformer(jax.random.PRNGKey(0), 3, 16, 4, 32, 1, pos_encoding="sinusoid")
+    with pytest.raises(ValueError, match=r"inputs must have shape \(B, T, 5\)"):
+        S.transformer_predict(tparams, jnp.zeros((2, 8, 4)))
+    with pytest.raises(ValueError, match="n_keys must satisfy"):
+        S.transformer_predict(tparams, jnp.zeros((2, 8, 5)), n_keys=9)
+    with pytest.raises(ValueError, match="params must be the nested dict"):
+        S.transformer_predict({"embed": {}}, jnp.zeros((2, 8, 5)))
