@@ -210,12 +210,9 @@ def init_linear_transformer(key: jax.Array, d: int, L: int, init_std: float = 0.
     d = v.positive_int("d", d)
     L = v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
-    kP, kQ = jax.random.split(key)
     D = d + 1
-    return {
-        "P": init_std * jax.random.normal(kP, (L, D, D)),
-        "Q": init_std * jax.random.normal(kQ, (L, D, D)),
-    }
+    PQ = init_std * jax.random.normal(key, (2, L, D, D))  # one draw: one compiled kernel per shape
+    return {"P": PQ[0], "Q": PQ[1]}
 
 
 def init_sparse(
@@ -248,12 +245,11 @@ def init_sparse(
     d = v.positive_int("d", d)
     L = v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
-    kA, kB = jax.random.split(key)
-    G = jax.random.normal(kA, (L, d, d))
-    A = init_std * ((G + jnp.swapaxes(G, 1, 2)) / 2 if symmetric else G)
+    G = jax.random.normal(key, (2, L, d, d))  # one draw for A and B
+    A = init_std * ((G[0] + jnp.swapaxes(G[0], 1, 2)) / 2 if symmetric else G[0])
     out = {"A": A}
     if with_B:
-        out["B"] = init_std * jax.random.normal(kB, (L, d, d))
+        out["B"] = init_std * G[1]
     return out
 
 
@@ -268,14 +264,21 @@ def sparse_to_full(params: dict) -> dict:
     Returns:
         ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
     """
-    L, has_B = _check_sparse_params(params)
+    _, has_B = _check_sparse_params(params)
     A = jnp.asarray(params["A"])
-    d = A.shape[-1]
-    Q = jnp.zeros((L, d + 1, d + 1), dtype=A.dtype).at[:, :d, :d].set(A)
-    P = jnp.zeros((L, d + 1, d + 1), dtype=A.dtype).at[:, d, d].set(1.0)
-    if has_B:
-        P = P.at[:, :d, :d].set(params["B"])
+    Bs = jnp.asarray(params["B"]) if has_B else jnp.zeros_like(A)
+    P, Q = _sparse_to_full(A, Bs)
     return {"P": P, "Q": Q}
+
+
+@jax.jit
+def _sparse_to_full(A: jax.Array, Bs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    L, d, _ = A.shape
+    dtype = jnp.result_type(A, Bs)
+    pad = ((0, 0), (0, 1), (0, 1))
+    Q = jnp.pad(A.astype(dtype), pad)
+    P = jnp.pad(Bs.astype(dtype), pad).at[:, d, d].set(1.0)
+    return P, Q
 
 
 # ----------------------------------------------------------------------------------------------
@@ -305,13 +308,19 @@ def linear_transformer_output(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, n+1)``, the matrix ``Z_L``.
     """
-    d, n = _check_Z(Z0)
+    d, _ = _check_Z(Z0)
     _check_full_params(params, d)
+    return _forward_full(params["P"], params["Q"], Z0)
+
+
+@jax.jit
+def _forward_full(P: jax.Array, Q: jax.Array, Z0: jax.Array) -> jax.Array:
+    n = Z0.shape[2] - 1
 
     def step(Z, PQ):
         return _full_layer(Z, PQ, n), None
 
-    ZL, _ = jax.lax.scan(step, Z0, (params["P"], params["Q"]))
+    ZL, _ = jax.lax.scan(step, Z0, (P, Q))
     return ZL
 
 
@@ -325,12 +334,18 @@ def linear_transformer_output_literal(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, n+1)``.
     """
-    d, n = _check_Z(Z0)
-    L = _check_full_params(params, d)
-    M = jnp.diag(jnp.concatenate([jnp.ones(n), jnp.zeros(1)]))  # eq. 2
+    d, _ = _check_Z(Z0)
+    _check_full_params(params, d)
+    return _forward_literal(params["P"], params["Q"], Z0)
+
+
+@jax.jit
+def _forward_literal(Ps: jax.Array, Qs: jax.Array, Z0: jax.Array) -> jax.Array:
+    n = Z0.shape[2] - 1
+    M = jnp.diag(jnp.concatenate([jnp.ones(n), jnp.zeros(1)])).astype(Z0.dtype)  # eq. 2
     Z = Z0
-    for l in range(L):
-        P, Q = params["P"][l], params["Q"][l]
+    for l in range(Ps.shape[0]):  # L is static: a Python loop, unrolled
+        P, Q = Ps[l], Qs[l]
         attn = P @ Z @ M @ (jnp.swapaxes(Z, 1, 2) @ Q @ Z)  # Attn_{P,Q}(Z), eq. 3
         Z = Z + attn / n
     return Z
@@ -367,31 +382,43 @@ def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
-    d, n = _check_Z(Z0)
+    d, _ = _check_Z(Z0)
     _, has_B = _check_sparse_params(params, d)
+    if has_B:
+        return _sparse_forward_gdpp(params["A"], params["B"], Z0)
+    return _sparse_forward_pgd(params["A"], Z0)
+
+
+@jax.jit
+def _sparse_forward_pgd(As: jax.Array, Z0: jax.Array) -> jax.Array:
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
     X0, Y0 = Z0[:, :d, :], Z0[:, d, :]  # (B, d, n+1), (B, n+1)
 
-    if not has_B:
+    def step(Y, A):
+        u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n  # (1/n) X M Y^T  (B, d)
+        return Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0), None
 
-        def step(Y, A):
-            u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n  # (1/n) X M Y^T  (B, d)
-            return Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0), None
+    YL, _ = jax.lax.scan(step, Y0, As)
+    return -YL[:, n]
 
-        YL, _ = jax.lax.scan(step, Y0, params["A"])
-    else:
 
-        def step(XY, AB):
-            X, Y = XY
-            A, Bm = AB
-            Xc = X[:, :, :n]
-            u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n  # (B, d)
-            G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n  # (1/n) X M X^T  (B, d, d)
-            AX = jnp.einsum("ij,bjc->bic", A, X)  # (B, d, n+1)
-            X_new = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX)
-            Y_new = Y + jnp.einsum("bi,bic->bc", u, AX)
-            return (X_new, Y_new), None
+@jax.jit
+def _sparse_forward_gdpp(As: jax.Array, Bs: jax.Array, Z0: jax.Array) -> jax.Array:
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X0, Y0 = Z0[:, :d, :], Z0[:, d, :]
 
-        (_, YL), _ = jax.lax.scan(step, (X0, Y0), (params["A"], params["B"]))
+    def step(XY, AB):
+        X, Y = XY
+        A, Bm = AB
+        Xc = X[:, :, :n]
+        u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n  # (B, d)
+        G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n  # (1/n) X M X^T  (B, d, d)
+        AX = jnp.einsum("ij,bjc->bic", A, X)  # (B, d, n+1)
+        X_new = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX)
+        Y_new = Y + jnp.einsum("bi,bic->bc", u, AX)
+        return (X_new, Y_new), None
+
+    (_, YL), _ = jax.lax.scan(step, (X0, Y0), (As, Bs))
     return -YL[:, n]
 
 
@@ -425,8 +452,14 @@ def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
     Returns:
         ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
     """
-    B, n, d = _check_regression(X, y)
+    _, _, d = _check_regression(X, y)
     A = _check_stack("A_list", A_list, d)
+    return _pgd_iterates(X, y, A)
+
+
+@jax.jit
+def _pgd_iterates(X: jax.Array, y: jax.Array, A: jax.Array) -> jax.Array:
+    B, _, d = X.shape
 
     def step(w, A_l):
         w_new = w + jnp.einsum("ij,bj->bi", A_l, _grad_R(X, y, w))
@@ -451,9 +484,9 @@ def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax
     Returns:
         ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
     """
-    _check_regression(X, y, x_q)
-    w = preconditioned_gd_iterates(X, y, A_list)[-1]
-    return jnp.einsum("bi,bi->b", w, x_q)
+    _, _, d = _check_regression(X, y, x_q)
+    A = _check_stack("A_list", A_list, d)
+    return jnp.einsum("bi,bi->b", _pgd_iterates(X, y, A)[-1], x_q)
 
 
 def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> jax.Array:
@@ -482,11 +515,17 @@ def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> 
     Returns:
         ``(B,)`` predictions.
     """
-    Bsz, n, d = _check_regression(X, y, x_q)
+    _, _, d = _check_regression(X, y, x_q)
     A = _check_stack("A_list", A_list, d)
     Bs = _check_stack("B_list", B_list, d)
     if Bs.shape[0] != A.shape[0]:
         raise ValueError(f"B_list must have shape {tuple(A.shape)} like A_list, got shape {tuple(Bs.shape)}")
+    return _gdpp(X, y, x_q, A, Bs)
+
+
+@jax.jit
+def _gdpp(X: jax.Array, y: jax.Array, x_q: jax.Array, A: jax.Array, Bs: jax.Array) -> jax.Array:
+    Bsz, n, d = X.shape
     G0 = jnp.einsum("bni,bnj->bij", X, X) / n  # (B, d, d)
     I = jnp.eye(d, dtype=G0.dtype)
 

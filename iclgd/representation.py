@@ -42,6 +42,7 @@ Shapes: ``B`` batch (prompts), ``K`` dictionary size, ``N`` prompt length, ``d``
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
@@ -155,6 +156,11 @@ def random_dictionary(key: jax.Array, K: int, d: int) -> jax.Array:
     """
     K = v.positive_int("K", K, 2)
     d = v.positive_int("d", d)
+    return _random_dictionary(key, K, d)
+
+
+@partial(jax.jit, static_argnums=(1, 2))
+def _random_dictionary(key, K, d):
     g = jax.random.normal(key, (K, d))
     return g / jnp.linalg.norm(g, axis=-1, keepdims=True)
 
@@ -259,14 +265,19 @@ def make_representation_spec(
         lam_mean = jnp.full((m,), lam_mean)
     v.shape("lam_mean", lam_mean, (m,), f"() or ({m},)")
     v.finite_array("lam_mean", lam_mean)
+    return _assemble_spec(tokens, features, jnp.asarray(tau, dtype=float), lam_mean, jnp.asarray(lam_std, dtype=float), N)
+
+
+@partial(jax.jit, static_argnums=(5,))
+def _assemble_spec(tokens, features, tau, lam_mean, lam_std, N):
     return RepresentationSpec(
         tokens_P=tokens[:N],
         tokens_Q=tokens[N:],
         Z=features[:N].T,
         ZQ=features[N:].T,
-        tau=jnp.asarray(tau, dtype=float),
+        tau=tau,
         lam_mean=lam_mean,
-        lam_std=jnp.asarray(lam_std, dtype=float),
+        lam_std=lam_std,
     )
 
 
@@ -301,7 +312,12 @@ def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean
         mean = jnp.full((m,), mean)
     v.shape("lam_mean", mean, (m,), f"() or ({m},)")
     std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
-    return mean + std * jax.random.normal(key, (batch, m))
+    return _sample_lambda(key, mean, std, batch)
+
+
+@partial(jax.jit, static_argnums=(3,))
+def _sample_lambda(key, mean, std, batch):
+    return mean + std * jax.random.normal(key, (batch, mean.shape[0]))
 
 
 def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
@@ -317,7 +333,12 @@ def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     spec = _check_spec(spec)
     N, K = spec.N, spec.K
     v.shape("y", y, (None, N), f"(B, {N})")
-    B = y.shape[0]
+    return _embed(spec, jnp.asarray(y))
+
+
+@jax.jit
+def _embed(spec, y):
+    B, N, K = y.shape[0], spec.N, spec.K
     V = jnp.broadcast_to(spec.tokens.T, (B, spec.d, K))
     labels = jnp.concatenate([y, jnp.zeros((B, K - N), dtype=y.dtype)], axis=1)
     return jnp.concatenate([V, labels[:, None, :]], axis=1)
@@ -340,12 +361,22 @@ def representation_labels(key: jax.Array, spec: RepresentationSpec, lam: jax.Arr
     m, K, N = spec.m, spec.K, spec.N
     v.shape("lam", lam, (None, m), f"(B, {m})")
     v.finite_array("lam", lam)
-    B = lam.shape[0]
+    return _labels(key, spec, jnp.asarray(lam))
+
+
+@jax.jit
+def _labels(key, spec, lam):
+    B, K, m = lam.shape[0], spec.K, spec.m
     eps = jnp.sqrt(spec.tau) * jax.random.normal(key, (B, K, m))
+    return _batch_from(spec, lam, eps)
+
+
+def _batch_from(spec, lam, eps):
+    N = spec.N
     feats = spec.Z_hat.T  # (K, m), row k = z_k
     y_all = jnp.einsum("bi,bki->bk", lam, feats[None] + eps)
     y = y_all[:, :N]
-    return RepresentationBatch(lam=lam, eps=eps, y_all=y_all, y=y, E=embed_representation(spec, y))
+    return RepresentationBatch(lam=lam, eps=eps, y_all=y_all, y=y, E=_embed(spec, y))
 
 
 def sample_representation_tasks(
@@ -368,9 +399,23 @@ def sample_representation_tasks(
     """
     spec = _check_spec(spec)
     batch = v.positive_int("batch", batch)
-    k_lam, k_eps = jax.random.split(key)
-    lam = sample_lambda(k_lam, spec, batch, lam_mean, lam_std)
-    return representation_labels(k_eps, spec, lam)
+    m = spec.m
+    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
+    if mean.ndim == 0:
+        mean = jnp.full((m,), mean)
+    v.shape("lam_mean", mean, (m,), f"() or ({m},)")
+    std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
+    return _sample(key, spec, mean, std, batch)
+
+
+@partial(jax.jit, static_argnums=(4,))
+def _sample(key, spec, mean, std, batch):
+    # One normal draw for lambda and eps: a single threefry kernel compiles much faster under jit.
+    K, m = spec.K, spec.m
+    z = jax.random.normal(key, (batch, m + K * m))
+    lam = mean + std * z[:, :m]
+    eps = jnp.sqrt(spec.tau) * z[:, m:].reshape(batch, K, m)
+    return _batch_from(spec, lam, eps)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -410,21 +455,25 @@ def ridge_regression(Z: jax.Array, y: jax.Array, reg) -> jax.Array:
     m, N = _check_Zy(Z, y)
     if not v._is_tracer(reg):
         reg = v.nonneg_float("reg", reg)
-    Z = jnp.asarray(Z)
-    c = N * reg
-    if N <= m:
-        G = Z.T @ Z + c * jnp.eye(N)
-        alpha = jnp.linalg.solve(G, jnp.asarray(y).T)  # (N, B)
-        lam = (Z @ alpha).T
-    else:
-        G = Z @ Z.T + c * jnp.eye(m)
-        lam = jnp.linalg.solve(G, Z @ jnp.asarray(y).T).T
+    lam = _ridge(jnp.asarray(Z), jnp.asarray(y), jnp.asarray(reg, dtype=float))
     if not v._is_tracer(lam) and not bool(jnp.all(jnp.isfinite(lam))):
         raise ValueError(
             "ridge regression is singular: with reg = 0, Z must have full rank "
             f"(column rank N = {N} if N <= m, row rank m = {m} otherwise)"
         )
     return lam
+
+
+@jax.jit
+def _ridge(Z, y, reg):
+    m, N = Z.shape
+    c = N * reg
+    if N <= m:  # static, shape-based choice
+        G = Z.T @ Z + c * jnp.eye(N)
+        alpha = jnp.linalg.solve(G, y.T)  # (N, B)
+        return (Z @ alpha).T
+    G = Z @ Z.T + c * jnp.eye(m)
+    return jnp.linalg.solve(G, Z @ y.T).T
 
 
 def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
@@ -477,7 +526,12 @@ def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     """
     spec = _check_spec(spec)
     lam = ridge_eq20(spec.Z, y, spec.tau)
-    return jnp.concatenate([y, lam @ spec.ZQ], axis=1)
+    return _complete(y, lam, spec.ZQ)
+
+
+@jax.jit
+def _complete(y, lam, ZQ):
+    return jnp.concatenate([y, lam @ ZQ], axis=1)
 
 
 def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
@@ -492,7 +546,7 @@ def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     """
     spec = _check_spec(spec)
     lam = ridge_eq25(spec.Z, y, spec.tau)
-    return jnp.concatenate([y, lam @ spec.ZQ], axis=1)
+    return _complete(y, lam, spec.ZQ)
 
 
 def limit_matrix(spec: RepresentationSpec) -> jax.Array:
@@ -506,13 +560,18 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
         ``(N, K)``.
     """
     spec = _check_spec(spec)
-    Z, N, m = spec.Z, spec.N, spec.m
-    G = Z.T @ Z + m * spec.tau * jnp.eye(N)
-    rhs = Z.T @ spec.Z_hat + jnp.concatenate([m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1)
-    A = jnp.linalg.solve(G, rhs)
+    A = _limit_matrix(spec)
     if not v._is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
         raise ValueError("spec must have Z^T Z + m tau I_N invertible (tau > 0, or N <= m and Z of full column rank)")
     return A
+
+
+@jax.jit
+def _limit_matrix(spec):
+    Z, N, m = spec.Z, spec.N, spec.m
+    G = Z.T @ Z + m * spec.tau * jnp.eye(N)
+    rhs = Z.T @ spec.Z_hat + jnp.concatenate([m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1)
+    return jnp.linalg.solve(G, rhs)
 
 
 def optimal_loss(spec: RepresentationSpec) -> jax.Array:
@@ -541,6 +600,11 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
             "spec must satisfy Assumption 1 (lam_mean = 0, lam_std = 1) for L* of Lemma 5, "
             f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = {float(np.abs(np.asarray(spec.lam_mean)).max())}"
         )
+    return _optimal_loss(spec)
+
+
+@jax.jit
+def _optimal_loss(spec):
     Z, N, m, K = spec.Z, spec.N, spec.m, spec.K
     mt = m * spec.tau
     G = Z.T @ Z + mt * jnp.eye(N)

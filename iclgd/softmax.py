@@ -33,6 +33,7 @@ Shapes: ``B`` batch, ``K`` dictionary size, ``N`` prompt length, ``d`` token dim
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -84,6 +85,11 @@ def init_softmax(key: jax.Array, d: int, K: int, H: int, beta: float = 1.0) -> d
     K = v.positive_int("K", K, 2)
     H = v.positive_int("H", H)
     beta = v.nonneg_float("beta", beta)
+    return _init_softmax(key, jnp.asarray(beta), d, K, H)
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4))
+def _init_softmax(key, beta, d, K, H):
     return {"Q": beta * jax.random.normal(key, (H, d, d)), "w": jnp.zeros((H, K))}
 
 
@@ -112,8 +118,18 @@ def attention_scores(params: dict, spec: RepresentationSpec) -> jax.Array:
     """
     spec = _check_spec(spec)
     _check_softmax_params(params, spec.d, spec.K)
-    logits = jnp.einsum("id,hde,ke->hik", spec.tokens_P, params["Q"], spec.tokens)
+    return _scores(params["Q"], spec)
+
+
+@jax.jit
+def _scores(Q, spec):
+    logits = jnp.einsum("id,hde,ke->hik", spec.tokens_P, Q, spec.tokens)
     return jax.nn.softmax(logits, axis=1)
+
+
+@jax.jit
+def _A_hat(params, spec):
+    return jnp.einsum("hk,hik->ik", params["w"], _scores(params["Q"], spec))
 
 
 def attention_matrix(params: dict, spec: RepresentationSpec) -> jax.Array:
@@ -122,8 +138,9 @@ def attention_matrix(params: dict, spec: RepresentationSpec) -> jax.Array:
     Returns:
         ``(N, K)``; the model predicts ``y_hat = y^T A_hat(theta)`` (eq. 8).
     """
-    s = attention_scores(params, spec)
-    return jnp.einsum("hk,hik->ik", params["w"], s)
+    spec = _check_spec(spec)
+    _check_softmax_params(params, spec.d, spec.K)
+    return _A_hat(params, spec)
 
 
 def softmax_predict(params: dict, spec: RepresentationSpec, y: jax.Array) -> jax.Array:
@@ -139,7 +156,13 @@ def softmax_predict(params: dict, spec: RepresentationSpec, y: jax.Array) -> jax
     """
     spec = _check_spec(spec)
     v.shape("y", y, (None, spec.N), f"(B, {spec.N})")
-    return y @ attention_matrix(params, spec)
+    _check_softmax_params(params, spec.d, spec.K)
+    return _softmax_predict(params, spec, jnp.asarray(y))
+
+
+@jax.jit
+def _softmax_predict(params, spec, y):
+    return y @ _A_hat(params, spec)
 
 
 def softmax_attention_map(params: dict, E: jax.Array, N: int) -> jax.Array:
@@ -164,7 +187,13 @@ def softmax_attention_map(params: dict, E: jax.Array, N: int) -> jax.Array:
         raise ValueError(f"N must satisfy 1 <= N < K = {K} (E has K = {K} columns), got {N}")
     if D < 2:
         raise ValueError(f"E must have shape (B, d+1, K) with d >= 1, got shape {tuple(E.shape)}")
-    H, d, _ = _check_softmax_params(params, D - 1, K)
+    _check_softmax_params(params, D - 1, K)
+    return _attention_map(params, jnp.asarray(E), N)
+
+
+@partial(jax.jit, static_argnums=(2,))
+def _attention_map(params, E, N):
+    H, D, K = params["Q"].shape[0], E.shape[1], E.shape[2]
     M = jnp.zeros((H, D, D)).at[:, : D - 1, : D - 1].set(params["Q"])  # (W^K_h)^T W^Q_h, eq. 7b
     WV = jnp.zeros((H, K, D)).at[:, :, D - 1].set(params["w"])  # W^V_h = (0, w_h), eq. 7a
     EP = E[:, :, :N]
@@ -187,7 +216,12 @@ def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
     v.shape("y_hat", y_hat, (None, None), "(B, K)")
     if tuple(y_hat.shape) != tuple(y_all.shape):
         raise ValueError(f"y_hat and y_all must have the same shape (B, K), got {tuple(y_hat.shape)} and {tuple(y_all.shape)}")
-    return 0.5 * jnp.mean((y_hat - y_all) ** 2)
+    return _half_mse(y_hat, y_all)
+
+
+@jax.jit
+def _half_mse(a, b):
+    return 0.5 * jnp.mean((a - b) ** 2)
 
 
 def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBatch) -> jax.Array:
@@ -228,6 +262,12 @@ def population_loss_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Ar
     spec = _check_spec(spec)
     N, K, m = spec.N, spec.K, spec.m
     v.shape("A_hat", A_hat, (N, K), f"({N}, {K})")
+    return _pop_loss(jnp.asarray(A_hat), spec)
+
+
+@jax.jit
+def _pop_loss(A_hat, spec):
+    N, K, m = spec.N, spec.K, spec.m
     mu, sig = spec.lam_mean, spec.lam_std
     R = spec.Z @ A_hat - spec.Z_hat  # (m, K): Z a_k - z_k
     quad = sig**2 * jnp.sum(R**2, axis=0) + (mu @ R) ** 2
@@ -276,11 +316,17 @@ def zeta0(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``()``.
     """
     spec = _check_spec(spec)
+    _check_softmax_params(params, spec.d, spec.K)
+    return _zeta0(params["Q"], spec)
+
+
+@jax.jit
+def _zeta0(Q, spec):
     N, m = spec.N, spec.m
     G = spec.Z.T @ spec.Z + m * spec.tau * jnp.eye(N)
     ev, U = jnp.linalg.eigh(G)
     Zbar = (U * jnp.sqrt(jnp.clip(ev, 0.0))) @ U.T
-    C = attention_scores(params, spec)  # (H, N, K)
+    C = _scores(Q, spec)  # (H, N, K)
     Bk = jnp.einsum("ij,hjk->kih", Zbar, C)  # (K, N, H)
     return jnp.min(jnp.linalg.eigvalsh(Bk @ jnp.swapaxes(Bk, 1, 2)))
 
@@ -307,6 +353,11 @@ def layer_norm(x: jax.Array, gain: jax.Array, bias: jax.Array, eps: float = 1e-5
     D = x.shape[-1]
     v.shape("gain", gain, (D,), f"({D},)")
     v.shape("bias", bias, (D,), f"({D},)")
+    return _layer_norm(x, gain, bias, eps)
+
+
+@jax.jit
+def _layer_norm(x, gain, bias, eps=1e-5):
     mean = jnp.mean(x, axis=-1, keepdims=True)
     var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
     return gain * (x - mean) * jax.lax.rsqrt(var + eps) + bias
@@ -362,35 +413,55 @@ def init_transformer(
         if seq_len is None:
             raise ValueError("seq_len must be given (an integer >= 1) when pos_encoding='learned'")
         seq_len = v.positive_int("seq_len", seq_len)
+    return _init_transformer(key, d_in, D, H, F, L, seq_len if pos_encoding == "learned" else None)
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
+def _init_transformer(key, d_in, D, H, F, L, seq_len):
     Dh = D // H
-    ks = jax.random.split(key, 9)
-
-    def nrm(k, shape, fan_in):
-        return jax.random.normal(k, shape) / math.sqrt(fan_in)
-
+    # (name, shape, std): every random tensor comes from ONE normal draw (one threefry kernel; XLA:CPU
+    # compiles each separate jax.random call inside jit slowly).
+    spec = [
+        ("embed_W", (d_in, D), 1 / math.sqrt(d_in)),
+        ("Wq", (L, D, H, Dh), 1 / math.sqrt(D)),
+        ("Wk", (L, D, H, Dh), 1 / math.sqrt(D)),
+        ("Wv", (L, D, H, Dh), 1 / math.sqrt(D)),
+        ("Wo", (L, H, Dh, D), 1 / math.sqrt(D)),
+        ("W1", (L, D, F), 1 / math.sqrt(D)),
+        ("W2", (L, F, D), 1 / math.sqrt(F)),
+        ("readout_W", (D,), 1 / math.sqrt(D)),
+    ]
+    if seq_len is not None:
+        spec.append(("pos", (seq_len, D), 0.02))
+    sizes = [math.prod(shape) for _, shape, _ in spec]
+    z = jax.random.normal(key, (sum(sizes),))
+    w, start = {}, 0
+    for (name, shape, std), n in zip(spec, sizes):
+        w[name] = std * z[start : start + n].reshape(shape)
+        start += n
     layers = {
         "ln1_g": jnp.ones((L, D)),
         "ln1_b": jnp.zeros((L, D)),
-        "Wq": nrm(ks[1], (L, D, H, Dh), D),
-        "Wk": nrm(ks[2], (L, D, H, Dh), D),
-        "Wv": nrm(ks[3], (L, D, H, Dh), D),
-        "Wo": nrm(ks[4], (L, H, Dh, D), D),
+        "Wq": w["Wq"],
+        "Wk": w["Wk"],
+        "Wv": w["Wv"],
+        "Wo": w["Wo"],
         "bo": jnp.zeros((L, D)),
         "ln2_g": jnp.ones((L, D)),
         "ln2_b": jnp.zeros((L, D)),
-        "W1": nrm(ks[5], (L, D, F), D),
+        "W1": w["W1"],
         "b1": jnp.zeros((L, F)),
-        "W2": nrm(ks[6], (L, F, D), F),
+        "W2": w["W2"],
         "b2": jnp.zeros((L, D)),
     }
     params = {
-        "embed": {"W": nrm(ks[0], (d_in, D), d_in), "b": jnp.zeros((D,))},
+        "embed": {"W": w["embed_W"], "b": jnp.zeros((D,))},
         "layers": layers,
         "final_ln": {"g": jnp.ones((D,)), "b": jnp.zeros((D,))},
-        "readout": {"W": nrm(ks[7], (D,), D), "b": jnp.zeros(())},
+        "readout": {"W": w["readout_W"], "b": jnp.zeros(())},
     }
-    if pos_encoding == "learned":
-        params["pos"] = 0.02 * jax.random.normal(ks[8], (seq_len, D))
+    if seq_len is not None:
+        params["pos"] = w["pos"]
     return params
 
 
@@ -450,24 +521,33 @@ def transformer_predict(
     T = inputs.shape[1]
     if not isinstance(causal, (bool, np.bool_)):
         raise ValueError(f"causal must be a bool, got {causal!r}")
-    x = inputs @ params["embed"]["W"] + params["embed"]["b"]
     if "pos" in params:
         P = params["pos"]
         if P.ndim != 2 or P.shape[1] != D or P.shape[0] < T:
             raise ValueError(f"params['pos'] must have shape (seq_len >= T = {T}, {D}), got shape {tuple(P.shape)}")
-        x = x + P[:T]
-    allowed = jnp.ones((T, T), dtype=bool)  # [query t, key s]
-    if causal:
-        allowed = allowed & jnp.tril(jnp.ones((T, T), dtype=bool))
     if n_keys is not None:
         n_keys = v.positive_int("n_keys", n_keys)
         if n_keys > T:
             raise ValueError(f"n_keys must satisfy 1 <= n_keys <= T = {T}, got {n_keys}")
+    return _transformer_forward(params, jnp.asarray(inputs), bool(causal), n_keys)
+
+
+@partial(jax.jit, static_argnums=(2, 3))
+def _transformer_forward(params, inputs, causal, n_keys):
+    T = inputs.shape[1]
+    Dh = params["layers"]["Wq"].shape[-1]
+    x = inputs @ params["embed"]["W"] + params["embed"]["b"]
+    if "pos" in params:
+        x = x + params["pos"][:T]
+    allowed = jnp.ones((T, T), dtype=bool)  # [query t, key s]
+    if causal:
+        allowed = allowed & jnp.tril(jnp.ones((T, T), dtype=bool))
+    if n_keys is not None:
         allowed = allowed & (jnp.arange(T) < n_keys)[None, :]
     neg = jnp.finfo(x.dtype).min
 
     def layer(x, p):
-        u = layer_norm(x, p["ln1_g"], p["ln1_b"])
+        u = _layer_norm(x, p["ln1_g"], p["ln1_b"])
         q = jnp.einsum("btd,dhe->bhte", u, p["Wq"])
         k = jnp.einsum("btd,dhe->bhte", u, p["Wk"])
         val = jnp.einsum("btd,dhe->bhte", u, p["Wv"])
@@ -475,10 +555,10 @@ def transformer_predict(
         att = jax.nn.softmax(jnp.where(allowed, logits, neg), axis=-1)
         o = jnp.einsum("bhts,bhse->bhte", att, val)
         x = x + jnp.einsum("bhte,hed->btd", o, p["Wo"]) + p["bo"]
-        u = layer_norm(x, p["ln2_g"], p["ln2_b"])
+        u = _layer_norm(x, p["ln2_g"], p["ln2_b"])
         x = x + jax.nn.relu(u @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
         return x, None
 
     x, _ = jax.lax.scan(layer, x, params["layers"])
-    x = layer_norm(x, params["final_ln"]["g"], params["final_ln"]["b"])
+    x = _layer_norm(x, params["final_ln"]["g"], params["final_ln"]["b"])
     return x @ params["readout"]["W"] + params["readout"]["b"]

@@ -96,7 +96,9 @@ def _status_markdown(app: Sphinx) -> str:
         # link relative to book/status.md
         return "/" + repo_path  # MyST: a leading "/" is relative to the source directory
 
-    build_versions = record_status.package_versions(record_status.BUILD_PACKAGES)
+    build_versions = record_status.package_versions(
+        tuple(dict.fromkeys(record_status.PACKAGES + record_status.BUILD_PACKAGES))
+    )
     return record_status.render_markdown(status, build_versions=build_versions, link_for=link_for)
 
 
