@@ -47,8 +47,6 @@ book; the other forward functions are the same maps computed cheaply.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -164,7 +162,9 @@ def _check_sparse_params(params, d: int | None = None) -> tuple[int, bool]:
     if len(s) != 3 or s[1] != s[2]:
         raise ValueError(f"params['A'] must have shape (L, d, d), got shape {s}")
     if d is not None and s[1] != d:
-        raise ValueError(f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, got shape {s}")
+        raise ValueError(
+            f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, got shape {s}"
+        )
     L = _check_L("params['A']", s)
     v.finite_array("params['A']", A)
     has_B = "B" in params
@@ -496,8 +496,9 @@ def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> 
     *current* covariates ``x_l = S_l x`` and (ii) a linear transform of every covariate (context and
     query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (the
     paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature correction
-    ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``, ``a_l b_l = -gamma n``). The predictor's values at the tokens
-    are kept through (ii), so in the original coordinates, with ``w_0 = 0`` and ``S_0 = I``::
+    ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``, ``a_l b_l = -gamma n``). The
+    predictor's values at the tokens are kept through (ii), so in the original coordinates, with
+    ``w_0 = 0`` and ``S_0 = I``::
 
         w_{l+1} = w_l + S_l^T A_l S_l grad R(w_l)          (R of eq. 10 on the original data)
         S_{l+1} = (I + B_l S_l G_0 S_l^T A_l) S_l,         G_0 = (1/n) sum_{i<=n} x^(i) x^(i)T,
