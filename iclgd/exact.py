@@ -903,26 +903,43 @@ def best_linear_transformer(ex: Exact) -> BestLSA:
     return BestLSA(risk, Mt, params, np.zeros(d), 0.0, rank)
 
 
-def _lbfgs_runs(loss, starts: list, steps: int):
-    from .training import train
+def _lbfgs_many(loss: Callable, starts: list, steps: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Run optax L-BFGS (zoom line search) on ``loss`` from every start: one jit, vmapped over starts.
 
-    out = []
-    for p0 in starts:
-        res = train(lambda p, k: loss(p), p0, jax.random.key(0), steps=steps, optimizer="lbfgs",
-                    fixed_key=True, progress=False, chunk=min(steps, 250))
-        out.append(res)
-    return out
+    Returns:
+        ``(final params stacked over starts, final losses (S,), loss curves (S, steps))``.
+    """
+    import optax
+
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(loss)
+
+    def run(p0):
+        def step(carry, _):
+            p, st = carry
+            val, g = vg(p, state=st)
+            upd, st2 = opt.update(g, st, p, value=val, grad=g, value_fn=loss)
+            p2 = optax.apply_updates(p, upd)
+            ok = jnp.isfinite(val) & jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(p2)]))
+            keep = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(ok, x, y), a, b)
+            return (keep(p2, p), keep(st2, st)), val
+
+        (p, _), vals = jax.lax.scan(step, (p0, opt.init(p0)), None, length=steps)
+        return p, loss(p), vals
+
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *starts)
+    p, final, curves = jax.jit(jax.vmap(run))(stacked)
+    return p, np.asarray(final), np.asarray(curves)
 
 
-def _finish_trained(loss, results, make_params) -> BestTrained:
-    risks = np.array([float(loss(r.params)) for r in results])
-    risks = np.where(np.isfinite(risks), risks, np.inf)
+def _finish_trained(loss, stacked, final, curves, make_params) -> BestTrained:
+    risks = np.where(np.isfinite(final), final, np.inf)
     i = int(np.argmin(risks))
-    best = results[i]
-    gn = jax.grad(loss)(best.params)
+    best = jax.tree_util.tree_map(lambda x: x[i], stacked)
+    gn = jax.grad(loss)(best)
     gnorm = float(np.sqrt(sum(float(jnp.sum(x * x)) for x in jax.tree_util.tree_leaves(gn))))
-    red = _to_np(best.params)
-    return BestTrained(float(risks[i]), red, make_params(red), gnorm, risks, np.asarray(best.losses))
+    red = _to_np(best)
+    return BestTrained(float(risks[i]), red, make_params(red), gnorm, risks, curves[i])
 
 
 def best_yq_lsa(ex: Exact, *, steps: int = 500, restarts: int = 0, key: jax.Array | None = None,
@@ -963,9 +980,9 @@ def best_yq_lsa(ex: Exact, *, steps: int = 500, restarts: int = 0, key: jax.Arra
             ks = jax.random.split(k, len(leaves))
             starts.append(tdef.unflatten([x + init_std * jax.random.normal(kk, x.shape) for x, kk in zip(leaves, ks)]))
         loss = lambda p: lsa_risk_reduced(p["b"], p["A"], ex, p["w"], 0.0)
-        results = _lbfgs_runs(loss, starts, steps)
+        stacked, final, curves = _lbfgs_many(loss, starts, steps)
         return _finish_trained(
-            loss, results,
+            loss, stacked, final, curves,
             lambda r: {"attn": _to_np(reduced_to_lsa_params(r["b"], r["A"])), "w": r["w"]},
         )
 
@@ -1008,8 +1025,8 @@ def best_lsa(ex: Exact, H: int = 1, *, restarts: int = 8, steps: int = 500, key:
             raise ValueError("restarts must be >= 1 when include_gd is False")
         gg = None if g is None else jnp.asarray(g)
         loss = lambda p: lsa_risk_reduced(p["b"], p["A"], ex, gg, c)
-        results = _lbfgs_runs(loss, starts, steps)
-        return _finish_trained(loss, results, lambda r: _to_np(reduced_to_lsa_params(r["b"], r["A"])))
+        stacked, final, curves = _lbfgs_many(loss, starts, steps)
+        return _finish_trained(loss, stacked, final, curves, lambda r: _to_np(reduced_to_lsa_params(r["b"], r["A"])))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -38,8 +38,13 @@ needs noise-free labels: the equivalence holds for any ``y``.
 
 **GD++ (Sec. 6, eq. 13; von Oswald et al. 2022).** With ``B_l != 0`` every token's covariates are also
 transformed, ``x <- (I + B_l G_l A_l) x`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (App. C.1
-eq. 54), the "curvature correction" of von Oswald et al. (``B_l A_l = -gamma I``). See
-:func:`gd_plus_plus`.
+eq. 54), the "curvature correction" of von Oswald et al. (``A_l = a_l I``, ``B_l = b_l I``,
+``a_l b_l < 0``). See :func:`gd_plus_plus`.
+
+**Counting layers and examples.** The paper calls a transformer with parameters ``{P_i, Q_i}_{i=0}^k``
+"k-layer" (``k+1`` matrices; App. C.1 calls ``Z_k`` "the output of the (k-1)-th layer"); here ``L`` is
+the number of attention layers, ``A`` has shape ``(L, d, d)`` and ``L`` layers match ``L`` GD steps.
+Eq. 10 and the mask of eq. 2 use all ``n`` context examples, and so do the GD baselines here.
 
 :func:`linear_transformer_output_literal` evaluates eq. 4 with whole matrix products, for tests and the
 book; the other forward functions are the same maps computed cheaply.

@@ -165,6 +165,13 @@ def _random_dictionary(key, K, d):
     return g / jnp.linalg.norm(g, axis=-1, keepdims=True)
 
 
+@partial(jax.jit, static_argnums=(1, 2, 3))
+def _draw_dictionary(key, K, d, m):
+    z = jax.random.normal(key, (K, d + m))
+    g = z[:, :d]
+    return g / jnp.linalg.norm(g, axis=-1, keepdims=True), z[:, d:]
+
+
 def _check_assumption3(tokens_P: np.ndarray) -> None:
     """Assumption 3: some coordinate of the prompt tokens takes ``N`` distinct values."""
     N = tokens_P.shape[0]
@@ -234,10 +241,11 @@ def make_representation_spec(
     need_key = tokens is None or (f is None and features is None)
     if need_key and key is None:
         raise ValueError("key must be a PRNG key when tokens or features are generated, got None")
-    k_tok, k_feat = jax.random.split(key) if key is not None else (None, None)
+    # One normal draw for tokens and features (row k: d token entries, then m feature entries).
+    drawn_tokens, drawn_features = _draw_dictionary(key, K, d, m) if need_key else (None, None)
 
     if tokens is None:
-        tokens = random_dictionary(k_tok, K, d)
+        tokens = drawn_tokens
     else:
         v.shape("tokens", tokens, (K, d), f"({K}, {d})")
         v.finite_array("tokens", tokens)
@@ -245,7 +253,10 @@ def make_representation_spec(
         norms = np.linalg.norm(np.asarray(tokens, dtype=np.float64), axis=-1)
         if not np.allclose(norms, 1.0, atol=1e-4):
             raise ValueError(f"tokens must be unit-norm (||v_k||_2 = 1), got norms in [{norms.min():.4g}, {norms.max():.4g}]")
-    _check_assumption3(np.asarray(tokens[:N]))
+    tok_np = np.asarray(tokens)
+    if np.unique(tok_np, axis=0).shape[0] != K:
+        raise ValueError(f"tokens must be K = {K} distinct vectors (the dictionary V of Sec. 2), got repeated rows")
+    _check_assumption3(tok_np[:N])
 
     if f is not None:
         try:
@@ -254,7 +265,7 @@ def make_representation_spec(
             raise ValueError(f"f must map a (d,) = ({d},) token to (m,) = ({m},) features; calling it failed: {exc}") from exc
         v.shape("f(tokens)", features, (K, m), f"({K}, {m}) (f must return (m,) = ({m},))")
     elif features is None:
-        features = jax.random.normal(k_feat, (K, m))
+        features = drawn_features
     else:
         v.shape("features", features, (K, m), f"({K}, {m})")
     v.finite_array("features", features)

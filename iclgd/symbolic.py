@@ -49,6 +49,8 @@ from sympy.polys.domains import EX
 from sympy.polys.polyerrors import CoercionFailed, GeneratorsError, PolynomialError, UnificationFailed
 from sympy.polys.polyutils import dict_from_expr
 
+from ._validate import positive_int
+
 __all__ = [
     "GaussianBlock",
     "RegressionTask",
@@ -95,7 +97,7 @@ def gaussian_vector(name: str, d: int) -> sp.Matrix:
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
-    d = _positive_int("d", d)
+    d = positive_int("d", d)
     return sp.Matrix(d, 1, [sp.Symbol(f"{name}_{i + 1}", real=True) for i in range(d)])
 
 
@@ -109,8 +111,8 @@ def weight_matrix(name: str, rows: int, cols: int | None = None) -> sp.Matrix:
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
-    rows = _positive_int("rows", rows)
-    cols = rows if cols is None else _positive_int("cols", cols)
+    rows = positive_int("rows", rows)
+    cols = rows if cols is None else positive_int("cols", cols)
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{{{i + 1},{j + 1}}}", real=True))
 
 
@@ -161,12 +163,6 @@ class GaussianBlock:
     symbols: tuple[sp.Symbol, ...]
     mean: tuple[sp.Expr, ...]
     cov: sp.ImmutableMatrix | None
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 def _as_symbols(name: str, variables: Any) -> tuple[sp.Symbol, ...]:
@@ -677,7 +673,7 @@ def mask_matrix(C: int) -> sp.Matrix:
         >>> mask_matrix(1).tolist()
         [[1, 0], [0, 0]]
     """
-    C = _positive_int("C", C)
+    C = positive_int("C", C)
     return sp.diag(sp.eye(C), sp.Integer(0))
 
 
@@ -903,8 +899,8 @@ def linear_regression_task(
         >>> t.E.shape, t.target
         ((2, 3), what_1*x_{q,1})
     """
-    d = _positive_int("d", d)
-    C = _positive_int("C", C)
+    d = positive_int("d", d)
+    C = positive_int("C", C)
     X = sp.Matrix(C, d, lambda i, j: sp.Symbol(f"x_{{{i + 1},{j + 1}}}", real=True))
     x_q = sp.Matrix(d, 1, [sp.Symbol(f"x_{{q,{j + 1}}}", real=True) for j in range(d)])
     w_hat = gaussian_vector("what", d)
