@@ -30,10 +30,16 @@ Example::
     >>> gaussian_expectation(x**2 * y**2, [x, y], cov=sp.Matrix([[1, rho], [rho, 1]]))
     2*rho**2 + 1
 
-Tractability (2 CPU cores, see ``tests/test_symbolic.py`` and the module report): with *fully
-symbolic* weight matrices the single-head LSA risk takes seconds for ``d=1`` and is expensive for
-``d=2`` (degree 8 in 36 weights); parameterise by ``u = W^P[-1,:] W^V`` and ``Q = (W^K)^T W^Q``
-(:func:`lsa_prediction_uq`) to keep ``d=2`` fast.
+Tractability (CPU seconds on the 2-core CI machine; ``symbolic_risk`` / ``lambdify_gradient``):
+
+* reduced parameters ``u = (W^P W^V)[-1, :]``, ``Q = (W^K)^T W^Q`` (:func:`lsa_prediction_uq`,
+  risk of degree 4): ``d=2, C=2`` 0.1-0.2 s; ``d=3, C=3..5`` with symbolic ``w_star`` 1-2 s.
+* fully symbolic ``W^P, W^V, W^K, W^Q`` (degree 8): ``d=1`` under 1 s (also with 2 heads and a
+  symbolic ``w_star``); ``d=2, C=2`` 1 s with a numeric ``w_star`` (1171 terms, 36 weights) but
+  ~7 s with a symbolic ``w_star`` (21259 terms) and ~7 s for 3 heads (108 weights), most of it
+  spent building the sympy expression; :func:`gradient` as sympy expressions then costs ~30 s,
+  while :func:`lambdify_gradient` (sparse exponent table, no expression building) takes ~2 s.
+  The cost does not grow with ``C`` (``C`` only enters through moment values).
 """
 
 from __future__ import annotations
@@ -45,8 +51,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 import sympy as sp
 from sympy.polys.constructor import construct_domain
-from sympy.polys.domains import EX
-from sympy.polys.polyerrors import CoercionFailed, GeneratorsError, PolynomialError, UnificationFailed
+from sympy.polys.polyerrors import CoercionFailed, GeneratorsError, PolynomialError
 from sympy.polys.polyutils import dict_from_expr
 
 from ._validate import positive_int
@@ -89,6 +94,9 @@ GroupLike = Union["GaussianBlock", Sequence[Any]]
 
 def gaussian_vector(name: str, d: int) -> sp.Matrix:
     """Return a ``(d, 1)`` column of real symbols ``name_1, ..., name_d`` (1-based, as in the papers).
+
+    The symbols carry ``real=True``; sympy treats ``Symbol("x_1")`` (no assumption) as a *different*
+    symbol, so reuse the returned objects rather than re-creating them by name.
 
     Example::
 
@@ -228,7 +236,7 @@ def _as_matrix(name: str, value: Any) -> sp.Matrix:
     raise ValueError(f"{name} must be a sympy Matrix or a nested list (2-D), got {type(value).__name__}")
 
 
-def gaussian_block(variables: Any, mean: Any = None, cov: Any = None, *, name: str = "group") -> GaussianBlock:
+def gaussian_block(variables: Any, mean: Any = None, cov: Any = None, *, name: str = "") -> GaussianBlock:
     """Validate and build a :class:`GaussianBlock` ``variables ~ N(mean, cov)``.
 
     Args:
@@ -236,7 +244,7 @@ def gaussian_block(variables: Any, mean: Any = None, cov: Any = None, *, name: s
         mean: length-``n`` list/Matrix of expressions; ``None`` means zero.
         cov: ``(n, n)`` symmetric sympy Matrix / nested list / numpy array (may be symbolic, may be
             singular); ``None`` means the identity. A numeric ``cov`` must be positive semi-definite.
-        name: used in error messages.
+        name: prefix for error messages (e.g. ``"groups[1]"``).
 
     Raises:
         ValueError: bad types or shapes, non-symmetric or (numeric) indefinite ``cov``, or a
@@ -248,36 +256,35 @@ def gaussian_block(variables: Any, mean: Any = None, cov: Any = None, *, name: s
         >>> gaussian_block(x, mean=[1, 0], cov=None).mean
         (1, 0)
     """
-    syms = _as_symbols(f"{name} variables", variables)
+    pre = f"{name} " if name else ""
+    syms = _as_symbols(f"{pre}variables", variables)
     n = len(syms)
-    mu = [sp.Integer(0)] * n if mean is None else _as_vector(f"{name} mean", mean, n, " (one entry per variable)")
+    mu = [sp.Integer(0)] * n if mean is None else _as_vector(f"{pre}mean", mean, n, " (one entry per variable)")
     cv: sp.ImmutableMatrix | None = None
     if cov is not None:
-        m = _as_matrix(f"{name} cov", cov)
+        m = _as_matrix(f"{pre}cov", cov)
         if m.shape != (n, n):
             raise ValueError(
-                f"{name} cov must be a square matrix of shape ({n}, {n}) (one row per variable), got shape {m.shape}"
+                f"{pre}cov must be a square matrix of shape ({n}, {n}) (one row per variable), got shape {m.shape}"
             )
         for i in range(n):
             for j in range(i + 1, n):
                 if sp.expand(m[i, j] - m[j, i]) != 0:
-                    raise ValueError(f"{name} cov must be symmetric; entries ({i},{j}) and ({j},{i}) differ")
+                    raise ValueError(f"{pre}cov must be symmetric; entries ({i},{j}) and ({j},{i}) differ")
         if all(e.is_number for e in m):
             try:
                 a = np.array(m.tolist(), dtype=float)
             except TypeError:
-                raise ValueError(f"{name} cov must be real") from None
+                raise ValueError(f"{pre}cov must be real") from None
             eig = np.linalg.eigvalsh(a)
             if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
-                raise ValueError(f"{name} cov must be positive semi-definite; smallest eigenvalue {eig.min():.3g}")
+                raise ValueError(f"{pre}cov must be positive semi-definite; smallest eigenvalue {eig.min():.3g}")
         if m != sp.eye(n):
             cv = sp.ImmutableMatrix(m)
     own = set(syms)
     dep = set().union(*(e.free_symbols for e in mu)) | (cv.free_symbols if cv is not None else set())
     if own & dep:
-        raise ValueError(
-            f"{name} mean/cov must not depend on the block's own variables {sorted(map(str, own & dep))}"
-        )
+        raise ValueError(f"{pre}mean/cov must not depend on the block's own variables {sorted(map(str, own & dep))}")
     return GaussianBlock(syms, tuple(mu), cv)
 
 
@@ -293,7 +300,12 @@ def _as_blocks(groups: Any) -> list[GaussianBlock]:
     for k, g in enumerate(groups):
         if isinstance(g, GaussianBlock):
             blocks.append(g)
-        elif isinstance(g, (list, tuple)) and 1 <= len(g) <= 3 and not isinstance(g[0], (int, float)):
+        elif isinstance(g, (list, tuple)) and len(g) >= 2 and all(isinstance(v, sp.Symbol) for v in g):
+            raise ValueError(
+                f"groups[{k}] must be a tuple (symbols, mean, cov), got a bare sequence of Symbols {g!r}; "
+                f"write ({list(g)!r},) for a standard normal group"
+            )
+        elif isinstance(g, (list, tuple)) and 1 <= len(g) <= 3:
             blocks.append(gaussian_block(*g, name=f"groups[{k}]"))
         else:
             raise ValueError(
@@ -347,30 +359,26 @@ class _Engine:
 
     # ---- polynomials -------------------------------------------------------------------------
 
-    def poly(self, expr: Any, name: str) -> sp.Poly:
+    def poly(self, expr: Any, name: str) -> dict[tuple[int, ...], sp.Expr]:
+        """Sparse ``{exponents: coefficient}`` of ``expr`` in the Gaussian variables (validated)."""
         e = _sympify(name, expr) if not isinstance(expr, sp.Basic) else expr
         if isinstance(e, sp.MatrixBase) or not isinstance(e, sp.Expr):
             raise ValueError(f"{name} must be a scalar sympy expression, got {type(e).__name__}")
         try:
-            p = sp.Poly(e, *self.gens)
+            terms, _ = dict_from_expr(e, gens=self.gens)
         except (PolynomialError, GeneratorsError, CoercionFailed):
             names = ", ".join(map(str, self.gens[:6])) + (", ..." if len(self.gens) > 6 else "")
             raise ValueError(
                 f"{name} must be a polynomial in the Gaussian variables ({names}); got {str(e)[:120]}"
             ) from None
-        return p
+        return terms
 
-    def set_domain(self, polys: list[sp.Poly]) -> list[dict]:
-        """Unify the coefficient domain of ``polys`` with the means/covariances; return native dicts."""
-        aux_dom, aux_el = construct_domain(self.aux) if self.aux else (sp.ZZ, [])
-        dom = aux_dom
-        for p in polys:
-            try:
-                dom = dom.unify(p.domain)
-            except UnificationFailed:  # pragma: no cover - exotic domains
-                dom = EX
+    def set_domain(self, polys: list[dict]) -> list[dict]:
+        """Build one coefficient domain for ``polys`` and the means/covariances; return native dicts."""
+        coeffs = [c for p in polys for c in p.values()]
+        dom, elems = construct_domain(self.aux + coeffs) if self.aux or coeffs else (sp.ZZ, [])
         self.dom = dom
-        conv = [dom.convert_from(e, aux_dom) for e in aux_el]
+        conv, native = elems[: len(self.aux)], iter(elems[len(self.aux) :])
         k = 0
         self.means, self.covs = [], []
         for b in self.blocks:
@@ -387,11 +395,7 @@ class _Engine:
                 k += n * n
         self.memos = [dict() for _ in self.blocks]
         self.joint_memo: dict[tuple, Any] = {}
-        out = []
-        for p in polys:
-            pd = p.set_domain(dom) if p.domain != dom else p
-            out.append(pd.as_dict(native=True))
-        return out
+        return [{m: next(native) for m in p} for p in polys]
 
     # ---- moments -----------------------------------------------------------------------------
 
@@ -507,7 +511,7 @@ class _Engine:
 def _expect(expr: Any, blocks: list[GaussianBlock], name: str = "expr"):
     eng = _Engine(blocks)
     if isinstance(expr, sp.MatrixBase):
-        polys = [eng.poly(e, f"{name}[{i},{j}]") for i in range(expr.rows) for j in range(expr.cols) for e in [expr[i, j]]]
+        polys = [eng.poly(expr[i, j], f"{name}[{i},{j}]") for i in range(expr.rows) for j in range(expr.cols)]
         vals = eng.expect_dicts(eng.set_domain(polys))
         return sp.Matrix(expr.rows, expr.cols, vals)
     if isinstance(expr, (list, tuple)):
@@ -541,7 +545,7 @@ def gaussian_expectation(expr: Any, variables: Any, mean: Any = None, cov: Any =
         >>> sp.expand(gaussian_expectation(x**3, [x], [mu], sp.Matrix([[s**2]])))
         mu**3 + 3*mu*sigma**2
     """
-    return _expect(expr, _as_blocks([gaussian_block(variables, mean, cov, name="variables")]), "expr")
+    return _expect(expr, _as_blocks([gaussian_block(variables, mean, cov)]), "expr")
 
 
 def expect_independent(expr: Any, groups: Sequence[GroupLike] | GaussianBlock):
@@ -709,7 +713,9 @@ def _check_weights(E: sp.MatrixBase, weights: Sequence[Any], names: Sequence[str
     for w, nm in zip(weights, names):
         m = _as_matrix(nm, w)
         if m.shape != (n, n):
-            raise ValueError(f"{nm} must have shape ({n}, {n}) = (d+1, d+1) to match E of shape {E.shape}, got {m.shape}")
+            raise ValueError(
+                f"{nm} must have shape ({n}, {n}) = (d+1, d+1) to match E of shape {E.shape}, got {m.shape}"
+            )
         out.append(m)
     return out
 
@@ -750,7 +756,7 @@ def lsa_output(E: Any, heads: Sequence[Sequence[Any]]) -> sp.Matrix:
     """
     E = _check_E(E)
     out = sp.Matrix(E)
-    for h, w in enumerate(_check_heads(heads)):
+    for w in _check_heads(heads):
         out += attention_head(E, *w)
     return out
 

@@ -157,7 +157,8 @@ def test_expect_nested_vs_joint_and_monte_carlo():
     z = list(gaussian_vector("z", 2))
     expr = random_polynomial(z, rng, degree=4)
     nested = expect_nested(expr, [[(z, None, sp.Matrix([[1, w], [w, w**2]]))], [([w], [sp.Rational(1, 2)], None)]])
-    joint = expect_independent(expr.subs({z[0]: x, z[1]: w * x}, simultaneous=True), [([x],), ([w], [sp.Rational(1, 2)])])
+    unconditional = expr.subs({z[0]: x, z[1]: w * x}, simultaneous=True)
+    joint = expect_independent(unconditional, [([x],), ([w], [sp.Rational(1, 2)])])
     assert sp.expand(nested - joint) == 0
     sw = rng.normal(0.5, 1.0, size=N_MC)
     sx = rng.normal(size=N_MC)
@@ -190,6 +191,11 @@ def test_G_moments_vs_monte_carlo():
     inner = [(z, None, cond_cov) for z in zs]
     second_nested = expect_nested([list(Gz)[a] * list(Gz)[b] for a, b in idx], [inner, [(w, w_star)]])
     assert all(sp.expand(p - q) == 0 for p, q in zip(second_joint, second_nested))
+    # the columns are independent only given w: unconditionally y_1^2 and y_2^2 are correlated,
+    # Cov(y_1^2, y_2^2) = Var(|w|^2) = 2 d + 4 |w_star|^2
+    y1, y2 = t.y
+    cov_y = expect_independent(y1**2 * y2**2, t.groups) - expect_independent(y1**2, t.groups) ** 2
+    assert cov_y == 2 * d + 4 * (ws.T * ws)[0, 0]
 
     rng = np.random.default_rng(3)
     n = 100_000
@@ -245,6 +251,17 @@ def test_lsa_prediction_forms_agree():
     assert t.E * mask_matrix(C) * t.E.T == t.E[:, :C] * t.E[:, :C].T
 
 
+def test_lsa_risk_closed_form_d1_c1():
+    """Hand-derived: with W^P=W^V=W^K=I, W^Q=diag(eta, 0), d=C=1, w_star=0, y_q=0 the prediction is
+    eta y_1 x_1 x_q and E[(pred - y)^2] = (3 eta^2 - 2 eta + 1) + eta^2 s^2 + s^2 (noise std s)."""
+    eta, s = sp.symbols("eta s", positive=True)
+    t = linear_regression_task(1, 1, noise_std=s)
+    I2 = sp.eye(2)
+    pred = lsa_prediction(t.E, I2, I2, I2, sp.diag(eta, 0))
+    assert sp.expand(pred - eta * t.y[0] * t.X[0, 0] * t.x_q[0]) == 0
+    assert sp.expand(t.risk(pred) - (3 * eta**2 - 2 * eta + 1 + eta**2 * s**2 + s**2)) == 0
+
+
 @pytest.mark.parametrize(
     "d, C, H, noise_std",
     [(2, 2, 1, None), (1, 3, 2, sp.Rational(1, 2))],
@@ -253,13 +270,18 @@ def test_lsa_risk_vs_monte_carlo(d, C, H, noise_std):
     rng = np.random.default_rng(10 + d)
     w_star = [sp.Rational(1, 2), sp.Rational(-1, 3)][:d]
     t = linear_regression_task(d, C, w_star=w_star, y_q="prior", noise_std=noise_std)
+    # near a one-step-GD construction (so attention matters), plus random eighths
+    n, eta = d + 1, sp.Rational(C, H * (C + d + 1))
+    base = (sp.eye(n), sp.eye(n), sp.eye(n), sp.diag(*([eta] * d + [0])))
     heads = [
-        tuple(sp.Matrix(d + 1, d + 1, [sp.Rational(int(k), 8) for k in rng.integers(-4, 5, (d + 1) ** 2)]) for _ in range(4))
+        tuple(B + sp.Matrix(n, n, [sp.Rational(int(k), 8) for k in rng.integers(-2, 3, n * n)]) for B in base)
         for _ in range(H)
     ]
     risk = t.risk(multihead_lsa_prediction(t.E, heads))
     assert risk.is_Rational and risk > 0
-    E, target = sample_prompts(rng, N_MC, d, C, np.array(w_star, float), float(noise_std or 0))
+    # 4e5 samples: the loss is a degree-12 Gaussian polynomial, heavy-tailed; this many samples
+    # resolve e.g. a mask or label-noise error by > 6 standard errors
+    E, target = sample_prompts(rng, 2 * N_MC, d, C, np.array(w_star, float), float(noise_std or 0))
     pred = lsa_numpy(E, [tuple(np.array(W, float) for W in h) for h in heads])
     assert_mc(risk, (pred - target) ** 2, what=f"LSA risk d={d} C={C} H={H}")
 

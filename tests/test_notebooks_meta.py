@@ -1,0 +1,46 @@
+"""Static checks of the committed notebooks (fast; nbval re-executes them separately)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = (ROOT / "_toc.yml").read_text()
+
+
+def _code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks under book/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebook_conventions(path):
+    nb = json.loads(path.read_text())
+    rel = str(path.relative_to(ROOT).with_suffix(""))
+    assert f"file: {rel}" in TOC, f"{rel} is not in _toc.yml"
+    code = _code_cells(nb)
+    # 1. Colab bootstrap first, installing from the repository named in _config.yml
+    first = "".join(code[0]["source"])
+    assert "except ModuleNotFoundError" in first and "%pip install" in first, "first cell must be the Colab bootstrap"
+    url = CONFIG["repository"]["url"]
+    assert f"git+{url}" in first, f"bootstrap must install from repository.url = {url}"
+    assert "jax" not in re.sub(r"#.*", "", first), "the bootstrap must not (re)install jax"
+    # 2. committed with outputs, executed top to bottom in one fresh kernel
+    counts = [c["execution_count"] for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"execution counts {counts}: re-run in a fresh kernel"
+    # 3. claims are asserted, and no unexpected errors are stored
+    assert any("assert" in "".join(c["source"]) for c in code)
+    for c in code:
+        tags = c.get("metadata", {}).get("tags", [])
+        for o in c.get("outputs", []):
+            assert o["output_type"] != "error" or "raises-exception" in tags, "stored error in an untagged cell"
+    # 4. the notebook's run record exists (scripts/execute_notebooks.py)
+    assert "execution" in nb["metadata"].get("iclgd", {}), "execute with scripts/execute_notebooks.py"
