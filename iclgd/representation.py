@@ -241,6 +241,10 @@ def make_representation_spec(
     need_key = tokens is None or (f is None and features is None)
     if need_key and key is None:
         raise ValueError("key must be a PRNG key when tokens or features are generated, got None")
+    if tokens is not None:
+        v.shape("tokens", tokens, (K, d), f"({K}, {d})")
+    if features is not None:
+        v.shape("features", features, (K, m), f"({K}, {m})")
     # One normal draw for tokens and features (row k: d token entries, then m feature entries).
     drawn_tokens, drawn_features = _draw_dictionary(key, K, d, m) if need_key else (None, None)
 

@@ -100,9 +100,9 @@ def test_user_tokens_and_callable_features():
 
 
 def test_sampler_jits_with_spec_as_argument(spec):
-    f = jax.jit(lambda k, s: R.sample_representation_tasks(k, s, 4).y_all)
+    f = jax.jit(lambda k, s: R.sample_representation_tasks(k, s, 64).y_all)
     np.testing.assert_allclose(
-        f(jax.random.PRNGKey(2), spec), R.sample_representation_tasks(jax.random.PRNGKey(2), spec, 4).y_all, atol=1e-6
+        f(jax.random.PRNGKey(2), spec), R.sample_representation_tasks(jax.random.PRNGKey(2), spec, 64).y_all, atol=1e-5
     )
 
 
@@ -155,8 +155,11 @@ def test_y_star_y_best_and_limit_matrix(spec, batch):
 
 
 def test_y_star_equals_y_best_when_m_equals_N():
-    s = R.make_representation_spec(jax.random.PRNGKey(2), K=9, d=4, m=3, N=3, tau=0.2)
-    y = R.sample_representation_tasks(jax.random.PRNGKey(3), s, 5).y
+    rng = np.random.default_rng(2)
+    t = rng.standard_normal((9, 4))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    s = R.make_representation_spec(None, K=9, d=4, m=3, N=3, tau=0.2, tokens=t, features=rng.standard_normal((9, 3)))
+    y = jnp.asarray(rng.standard_normal((5, 3)), dtype=jnp.float32)
     np.testing.assert_allclose(R.y_star(s, y), R.y_best(s, y), atol=1e-6)  # m tau / N = tau
 
 
