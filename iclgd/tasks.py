@@ -18,6 +18,7 @@ Shapes: ``B`` batch (prompts), ``C`` context length, ``d`` input dimension.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -133,8 +134,111 @@ def _psd_factor(m: np.ndarray) -> np.ndarray:
     return vec * np.sqrt(np.clip(eig, 0.0, None))
 
 
+# ----------------------------------------------------------------------------------------------
+# Fast standard normals (bit-identical to jax.random.normal for threefry keys)
+# ----------------------------------------------------------------------------------------------
+
+
+def _rotl32(x: jax.Array, r: int) -> jax.Array:
+    return jax.lax.shift_left(x, np.uint32(r)) | jax.lax.shift_right_logical(x, np.uint32(32 - r))
+
+
+def _threefry2x32(k1, k2, x1, x2):
+    """Threefry-2x32 with 20 rounds (Salmon et al. 2011), unrolled: the same function as JAX's
+    ``threefry2x32`` primitive, written with elementwise ``lax`` ops so that XLA fuses it into one loop
+    (on CPU JAX lowers the primitive as a rolled 5-iteration loop, which is ~10x slower)."""
+    rot0, rot1 = (13, 15, 26, 6), (17, 29, 16, 24)
+    ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
+    x1 = x1 + ks[0]
+    x2 = x2 + ks[1]
+    for i, (rots, a, b) in enumerate(((rot0, 1, 2), (rot1, 2, 0), (rot0, 0, 1), (rot1, 1, 2), (rot0, 2, 0))):
+        for r in rots:
+            x1 = x1 + x2
+            x2 = x1 ^ _rotl32(x2, r)
+        x1 = x1 + ks[a]
+        x2 = x2 + ks[b] + np.uint32(i + 1)
+    return x1, x2
+
+
+def _is_threefry_key(key) -> bool:
+    dt = getattr(key, "dtype", None)
+    if dt is None:
+        return False
+    if jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
+        return str(jax.random.key_impl(key)) == "threefry2x32"
+    # legacy raw uint32 keys follow the default implementation
+    return dt == np.uint32 and key.shape[-1:] == (2,) and jax.config.jax_default_prng_impl == "threefry2x32"
+
+
+@partial(jax.jit, static_argnums=1)
+def _standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """``jax.random.normal(key, shape)`` (default float dtype), computed faster for threefry keys.
+
+    For a threefry key this reproduces JAX's algorithm step by step -- partitionable threefry bits of
+    the flat counter ``0 .. n-1`` (``jax_threefry_partitionable``, JAX's default), a uniform on
+    ``[nextafter(-1, 0), 1)`` from the top mantissa bits, ``sqrt(2) erfinv(u)`` -- so the numbers are
+    bit-identical to ``jax.random.normal`` (tested), and exactly ``N(0, 1)`` in distribution up to
+    floating-point resolution. Two changes make it ~5x faster on CPU: the unrolled hash (see
+    :func:`_threefry2x32`), and computing on the flat counter inside a 2-step ``lax.scan`` so that
+    the normals are materialised once, then reshaped (a bitcast), instead of being fused into every
+    consumer over a ``(B, C+1, d)`` index space with a short last axis, which defeats vectorisation.
+    Other key implementations (rbg, unsafe_rbg) and non-default settings fall back to
+    ``jax.random.normal``.
+    """
+    shape = tuple(int(s) for s in shape)
+    n = int(np.prod(shape))
+    if not _is_threefry_key(key) or not jax.config.jax_threefry_partitionable or n >= 2**32:
+        return jax.random.normal(key, shape)
+    dtype = jnp.dtype(jax.dtypes.canonicalize_dtype(float))
+    finfo = jnp.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    ud = np.uint32 if nbits == 32 else np.uint64
+    one = np.array(1.0, dtype).view(ud)
+    lo_v = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    span = np.array(1.0, dtype) - lo_v  # computed as JAX does, in the float dtype
+    data = key if key.dtype == np.uint32 else jax.random.key_data(key)
+    k1, k2 = data[..., 0], data[..., 1]
+    chunks = 2 if n >= 4096 else 1
+    m = -(-n // chunks)
+
+    def chunk(carry, offset):
+        ctr = jax.lax.iota(np.uint32, m) + offset  # flat counter, as jax's iota_2x32_shape (n < 2^32)
+        b1, b2 = _threefry2x32(k1, k2, jnp.zeros_like(ctr), ctr)
+        if nbits == 32:
+            bits = b1 ^ b2
+        else:
+            bits = jax.lax.shift_left(b1.astype(ud), ud(32)) | b2.astype(ud)
+        fbits = jax.lax.shift_right_logical(bits, ud(nbits - nmant)) | ud(one)
+        floats = jax.lax.bitcast_convert_type(fbits, dtype) - dtype.type(1.0)
+        u = jax.lax.max(dtype.type(lo_v), floats * dtype.type(span) + dtype.type(lo_v))
+        return carry, jax.lax.mul(dtype.type(np.sqrt(2)), jax.lax.erf_inv(u))
+
+    # The scan materialises the flat normals: without it XLA fuses the whole hash into each
+    # consumer (a slice of a (B, C+1, d) array), where a short last axis defeats vectorisation.
+    _, z = jax.lax.scan(chunk, None, jnp.arange(chunks, dtype=np.uint32) * np.uint32(m))
+    return z.reshape(-1)[:n].reshape(shape)
+
+
+def _is_concrete_identity(m) -> bool:
+    if isinstance(m, jax.core.Tracer):
+        return False
+    a = np.asarray(m)
+    return a.ndim == 2 and a.shape[0] == a.shape[1] and np.array_equal(a, np.eye(a.shape[0]))
+
+
+def _is_concrete_zero(s) -> bool:
+    return not isinstance(s, jax.core.Tracer) and float(np.asarray(s)) == 0.0
+
+
 def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
     """Draw ``batch`` independent prompts with ``C`` context examples each.
+
+    The key is split into three (inputs, task weights, label noise); each draws standard normals that
+    are bit-identical to ``jax.random.normal`` on the same key, but for threefry keys (the default)
+    they are computed by a fused, unrolled threefry (:func:`_standard_normal`), several times faster
+    on CPU.
+    Multiplications by an identity ``L_Sigma`` / ``L_Omega`` and the noise draw when
+    ``noise_std == 0`` are skipped when the prior is concrete (they would not change any number).
 
     Args:
         key: a JAX PRNG key (any implementation: threefry, rbg, unsafe_rbg).
@@ -150,15 +254,28 @@ def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
     batch = v.positive_int("batch", batch)
     if not isinstance(prior, Prior):
         raise ValueError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
+    flags = (
+        _is_concrete_identity(prior.L_Sigma),
+        _is_concrete_identity(prior.L_Omega),
+        _is_concrete_zero(prior.noise_std),
+    )
+    return _sample_tasks_jit(key, prior, C, batch, flags)
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4))
+def _sample_tasks_jit(key, prior: Prior, C: int, batch: int, flags: tuple[bool, bool, bool]) -> TaskBatch:
+    """The body of :func:`sample_tasks`, jitted (so that eager calls are compiled once per shape)."""
+    sigma_is_identity, omega_is_identity, noise_free = flags
     d = prior.d
     k_x, k_w, k_n = jax.random.split(key, 3)
     # One draw for context and query inputs: (B, C+1, d).
-    z = jax.random.normal(k_x, (batch, C + 1, d))
-    xs = z @ prior.L_Sigma.T
-    eps = jax.random.normal(k_w, (batch, d))
-    w = prior.mu + eps @ prior.L_Omega.T
+    z = _standard_normal(k_x, (batch, C + 1, d))
+    xs = z if sigma_is_identity else z @ prior.L_Sigma.T
+    eps = _standard_normal(k_w, (batch, d))
+    w = prior.mu + (eps if omega_is_identity else eps @ prior.L_Omega.T)
     ys = jnp.einsum("bcd,bd->bc", xs, w)
-    ys = ys + prior.noise_std * jax.random.normal(k_n, ys.shape)
+    if not noise_free:
+        ys = ys + prior.noise_std * _standard_normal(k_n, ys.shape)
     return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
 
 

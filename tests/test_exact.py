@@ -1,0 +1,369 @@
+"""Tests of iclgd.exact: exact finite-C moments and risks against Monte Carlo, optima, baselines.
+
+Every Monte Carlo comparison uses >= 1e5 prompts in float64 (conftest enables x64) and asserts
+agreement within 4 standard errors; every test can fail (see ``test_xie_eq27_is_refuted``, which
+shows that the Monte Carlo checks have the power to reject a plausible wrong formula).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import iclgd
+from iclgd import baselines, exact, linear_transformer, lsa, tasks
+
+N_MC = 100_000
+
+CONFIGS = {
+    # d = 1 and C = 1, noisy, non-unit covariances
+    "d1C1": dict(d=1, C=1, mu=[0.7], Sigma=[[1.5]], Omega=[[0.8]], noise=0.3),
+    # Part I (Xie et al.): Sigma = Omega = I, w* != 0, noise-free
+    "partI": dict(d=2, C=3, mu=[1.0, 1.5], Sigma=None, Omega=None, noise=0.0),
+    # everything general: correlated inputs and tasks, label noise
+    "d3C5": dict(
+        d=3, C=5, mu=[1.0, -2.0, 0.5],
+        Sigma=[[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]],
+        Omega=[[1.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 0.3]], noise=0.4,
+    ),
+}
+
+_CACHE: dict = {}
+
+
+def _prior(name):
+    c = CONFIGS[name]
+    return tasks.make_prior(c["d"], mu=jnp.array(c["mu"]), Sigma=c["Sigma"], Omega=c["Omega"], noise_std=c["noise"])
+
+
+def _ex(name):
+    if ("ex", name) not in _CACHE:
+        _CACHE[("ex", name)] = exact.prepare(_prior(name), CONFIGS[name]["C"])
+    return _CACHE[("ex", name)]
+
+
+def _tasks(name):
+    if ("tb", name) not in _CACHE:
+        _CACHE[("tb", name)] = tasks.sample_tasks(jax.random.key(hash(name) % 1000), _prior(name), CONFIGS[name]["C"], N_MC)
+    return _CACHE[("tb", name)]
+
+
+@jax.jit
+def _G(tb):
+    C = tb.X.shape[1]
+    Z = jnp.concatenate([tb.X, tb.y[..., None]], -1)
+    return jnp.einsum("bci,bcj->bij", Z, Z) / C
+
+
+def _check(exact_value, mean, se, what, k=4.0):
+    e = np.asarray(exact_value, dtype=np.float64)
+    dev = np.abs(np.asarray(mean) - e)
+    bad = dev > k * np.asarray(se) + 1e-9 * (1 + np.abs(e))
+    z = np.max(dev / np.maximum(se, 1e-300))
+    assert not np.any(bad), f"{what}: max |z| = {z:.2f}, exact {e[bad][:3]}, mc {np.asarray(mean)[bad][:3]}"
+
+
+def _assert_mc(exact_value, samples, what, k=4.0):
+    """|mean(samples) - exact| < k standard errors (elementwise over trailing axes)."""
+    s = np.asarray(samples, dtype=np.float64)
+    _check(exact_value, s.mean(0), s.std(0, ddof=1) / np.sqrt(s.shape[0]), what, k)
+
+
+@jax.jit
+def _product_moments(a, b):
+    """Mean and standard error of a_i b_j over the batch, without materialising the products."""
+    n = a.shape[0]
+    m1 = a.T @ b / n
+    m2 = (a * a).T @ (b * b) / n
+    return m1, jnp.sqrt(jnp.maximum(m2 - m1**2, 0.0) * n / (n - 1) / n)
+
+
+# ------------------------------------------------------------------------------------ moments
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_moments_match_monte_carlo(name):
+    ex, tb = _ex(name), _tasks(name)
+    G = _G(tb)
+    m = ex.moments
+    _assert_mc(m.EG, G, "E[G]")
+    D = G.shape[-1]
+    Gv = G.reshape(-1, D * D)
+    mean, se = _product_moments(tb.w, Gv)
+    _check(m.EwG.reshape(-1, D * D), mean, se, "E[w G]")
+    mean, se = _product_moments(Gv, Gv)
+    _check(m.EGG.reshape(D * D, D * D), mean, se, "E[G (x) G]")
+    np.testing.assert_allclose(m.Eww, np.asarray(ex.prior.Omega) + np.outer(ex.prior.mu, ex.prior.mu), rtol=1e-12)
+
+
+def test_xie_eq27_is_refuted():
+    """Xie et al. eq. 27 treats context columns as independent: (1-1/C) M (x) M + T/C. They share w."""
+    name = "partI"
+    ex, tb = _ex(name), _tasks(name)
+    C = CONFIGS[name]["C"]
+    M = ex.moments.EG
+    T = exact.moments(_prior(name), 1).EGG  # E[z (x) z (x) z (x) z] for one column = E[G (x) G] at C = 1
+    paper = (1 - 1 / C) * np.einsum("ij,kl->ijkl", M, M) + T / C
+    D = M.shape[0]
+    Gv = _G(tb).reshape(-1, D * D)
+    mean, se = _product_moments(Gv, Gv)
+    mean, se = np.asarray(mean).reshape(D, D, D, D), np.asarray(se).reshape(D, D, D, D)
+    z_paper = np.abs(mean - paper) / np.maximum(se, 1e-300)
+    z_exact = np.abs(mean - ex.moments.EGG) / np.maximum(se, 1e-300)
+    assert z_paper.max() > 10 and z_exact.max() < 4
+
+
+# ------------------------------------------------------------------------------------ risks vs MC
+_lsa_pred = jax.jit(lambda p, tb, yq: lsa.lsa_predict(p, tasks.embed(tb, yq)))
+_lt_pred = jax.jit(lambda p, tb: linear_transformer.linear_transformer_predict(p, tasks.embed_zero_query(tb)))
+_gd_pred = jax.jit(lambda tb, w0, eta: baselines.gd_one_step(tb.X, tb.y, tb.x_q, w0, eta))
+_bayes_pred = jax.jit(baselines.bayes_posterior_mean)
+_yq_pred = jax.jit(lsa.yq_lsa_predict)
+
+
+def _first_contexts(tb, C):
+    """The same prompts with only their first C context examples (a valid sample for context C)."""
+    return tasks.TaskBatch(tb.X[:, :C], tb.y[:, :C], tb.x_q, tb.y_target, tb.w)
+
+def _rand_lsa(rng, d, H, std=0.4):
+    D = d + 1
+    return {k: jnp.asarray(std * rng.normal(size=(H, D, D))) for k in ("WK", "WQ", "WV", "WP")}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_lsa_risks_match_monte_carlo(name):
+    ex, tb = _ex(name), _tasks(name)
+    d = CONFIGS[name]["d"]
+    rng = np.random.default_rng(7)
+    # multi-head LSA with y_q = x_q^T g + c
+    p = _rand_lsa(rng, d, 2)
+    g = jnp.asarray(0.5 * rng.normal(size=d))
+    c = 0.3
+    pred = _lsa_pred(p, tb, tb.x_q @ g + c)
+    _assert_mc(exact.lsa_risk(p, ex, g, c), (pred - tb.y_target) ** 2, "multi-head LSA risk")
+    # y_q = 0
+    pred0 = _lsa_pred(p, tb, jnp.zeros_like(tb.y_target))
+    _assert_mc(exact.lsa_risk(p, ex), (pred0 - tb.y_target) ** 2, "LSA risk, y_q = 0")
+    # y_q-LSA (Definition 3): y_q = w^T x_q with the model's own w
+    py = {"attn": _rand_lsa(rng, d, 1), "w": jnp.asarray(0.5 + 0.2 * rng.normal(size=d))}
+    predy = _yq_pred(py, tb)
+    _assert_mc(exact.yq_lsa_risk(py, ex), (predy - tb.y_target) ** 2, "y_q-LSA risk")
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_part3_and_gd_risks_match_monte_carlo(name):
+    ex, tb = _ex(name), _tasks(name)
+    d = CONFIGS[name]["d"]
+    rng = np.random.default_rng(3)
+    # Part III one-layer linear transformer, full (P, Q)
+    p = {"P": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1))), "Q": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1)))}
+    pred = _lt_pred(p, tb)
+    _assert_mc(exact.linear_transformer_risk(p, ex), (pred - tb.y_target) ** 2, "Part III risk")
+    # one GD step from a w0 != mu
+    w0 = 0.3 * np.arange(d) - 0.2
+    predg = _gd_pred(tb, jnp.asarray(w0), 0.35)
+    _assert_mc(exact.gd_risk(ex, 0.35, w0), (predg - tb.y_target) ** 2, "GD risk")
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_optima_risks_match_monte_carlo(name):
+    ex, tb = _ex(name), _tasks(name)
+    best = exact.best_multihead_lsa(ex)
+    pred = _lsa_pred(jax.tree_util.tree_map(jnp.asarray, best.params), tb, jnp.zeros_like(tb.y_target))
+    _assert_mc(best.risk, (pred - tb.y_target) ** 2, "best multi-head LSA risk")
+    lt = exact.best_linear_transformer(ex)
+    predl = _lt_pred(jax.tree_util.tree_map(jnp.asarray, lt.params), tb)
+    _assert_mc(lt.risk, (predl - tb.y_target) ** 2, "best Part III risk")
+
+
+# ------------------------------------------------------------------------------------ baselines
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_gd_risk_equals_baselines(name):
+    ex, prior = _ex(name), _prior(name)
+    d, C = CONFIGS[name]["d"], CONFIGS[name]["C"]
+    for w0 in [None, np.linspace(-1, 1, d)]:
+        for eta in [0.0, 0.2, 1.3]:
+            np.testing.assert_allclose(
+                exact.gd_risk(ex, eta, w0), baselines.gd_one_step_risk(prior, C, eta, w0), rtol=1e-11
+            )
+        eta_s, r_s = exact.gd_optimal(ex, w0)
+        eta_b, r_b = baselines.gd_optimal_eta(prior, C, w0)
+        np.testing.assert_allclose([eta_s, r_s], [eta_b, r_b], rtol=1e-10)
+        assert abs(float(jax.grad(lambda e: exact.gd_risk(ex, e, w0))(eta_s))) < 1e-9
+
+
+def test_bayes_risk_closed_forms_vs_monte_carlo():
+    # noise-free, C >= d: the posterior mean interpolates, risk 0
+    pI, tI = _prior("partI"), _tasks("partI")
+    assert exact.bayes_risk(pI, CONFIGS["partI"]["C"]) == (0.0, 0.0, "closed form")
+    assert float(jnp.max((_bayes_pred(tI, pI) - tI.y_target) ** 2)) < 1e-12
+    # noise-free, C < d: (1 - C/d) tr(Sigma Omega), Part I and Part III's Omega = Sigma^{-1}
+    assert exact.bayes_risk(pI, 1) == (pytest.approx(1.0), 0.0, "closed form")
+    S = jnp.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
+    p3 = tasks.make_prior(3, Sigma=S, Omega=jnp.linalg.inv(S))
+    t3 = tasks.sample_tasks(jax.random.key(11), p3, CONFIGS["d3C5"]["C"], N_MC)
+    for pr, tb, C in [(pI, tI, 1), (p3, t3, 2)]:
+        br = exact.bayes_risk(pr, C)
+        assert br.method == "closed form"
+        tbC = _first_contexts(tb, C)
+        _assert_mc(br.risk, (_bayes_pred(tbC, pr) - tbC.y_target) ** 2, f"Bayes risk C={C}")
+
+
+@pytest.mark.parametrize("name,C", [("d3C5", 5), ("d3C5", 2), ("d1C1", 1)])
+def test_bayes_risk_monte_carlo(name, C):
+    pr = _prior(name)
+    tb = _first_contexts(_tasks(name), C)
+    br = exact.bayes_risk(pr, C, n_mc=100_000, key=jax.random.key(5))
+    assert br.method == "monte carlo" and br.stderr > 0
+    e2 = np.asarray((_bayes_pred(tb, pr) - tb.y_target) ** 2)
+    se = np.hypot(e2.std() / np.sqrt(len(e2)), br.stderr)
+    assert abs(e2.mean() - br.risk) < 4 * se
+    # the Rao-Blackwellised estimate is much more precise than averaging squared errors
+    assert br.stderr < 0.5 * e2.std() / np.sqrt(100_000)
+
+
+# ------------------------------------------------------------------------------------ optima
+def _gnorm(tree):
+    return float(np.sqrt(sum(float(jnp.sum(x * x)) for x in jax.tree_util.tree_leaves(tree))))
+
+
+@pytest.mark.parametrize("name", ["d1C1", "d3C5", "partI"])
+def test_best_multihead_lsa_is_stationary_and_optimal(name):
+    ex = _ex(name)
+    d = CONFIGS[name]["d"]
+    rng = np.random.default_rng(0)
+    for g, c in [(None, 0.0), (rng.normal(size=d), 0.0), (rng.normal(size=d), 0.7)]:
+        best = exact.best_multihead_lsa(ex, g, c)
+        p = jax.tree_util.tree_map(jnp.asarray, best.params)
+        grad = jax.grad(lambda q: exact.lsa_risk(q, ex, g, c))(p)
+        scale = _gnorm(jax.grad(lambda q: exact.lsa_risk(q, ex, g, c))(_rand_lsa(rng, d, d + 1, 0.1)))
+        assert _gnorm(grad) < 1e-8 * max(scale, 1.0)
+        assert best.rank[0] == best.rank[1]  # T is positive definite on vech G
+        # no random perturbation of the M_i does better (convex quadratic in M)
+        for k in range(3):
+            dM = 0.05 * rng.normal(size=best.M.shape)
+            q = exact.lsa_params_from_M(best.M + dM)
+            assert float(exact.lsa_risk(q, ex, g, c)) > best.risk
+    # the guess g* of the best multi-head y_q-LSA is stationary in (M, g) jointly
+    by = exact.best_multihead_yq_lsa(ex)
+    py = {"attn": jax.tree_util.tree_map(jnp.asarray, by.params), "w": jnp.asarray(by.y_q_guess)}
+    assert _gnorm(jax.grad(exact.yq_lsa_risk)(py, ex)) < 1e-8 * max(by.risk, 1.0) * 10
+    assert by.risk <= exact.best_multihead_lsa(ex).risk + 1e-12
+
+
+def test_theorem1_of_ahn_et_al_exactly():
+    """Part III Theorem 1: the single-layer optimum is A = -[diag(1/((n+1)/n l_i + tr/n)); 0], b = e_D."""
+    d, n = 3, 5
+    S = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
+    for Omega, w_cov in [(None, "identity"), (np.linalg.inv(S), "inverse_sigma")]:
+        ex = exact.prepare(tasks.make_prior(d, Sigma=S, Omega=Omega), n)
+        lt = exact.best_linear_transformer(ex)
+        A = lt.params["Q"][0, :, :d]
+        np.testing.assert_allclose(A[:d], linear_transformer.theorem1_optimal_A(S, n, w_cov), atol=1e-10)
+        np.testing.assert_allclose(A[d], 0.0, atol=1e-10)
+        # global: equals the best multi-head LSA (a superset of every single-layer (b, A))
+        assert lt.risk == pytest.approx(exact.best_multihead_lsa(ex).risk, rel=1e-10)
+        p = jax.tree_util.tree_map(jnp.asarray, lt.params)
+        assert _gnorm(jax.grad(exact.linear_transformer_risk)(p, ex)) < 1e-9
+
+
+def test_yq_lsa_gd_point_is_exactly_stationary_at_finite_C():
+    """Part I, Sigma = Omega = I: with the finite-C optimal step eta* = C/(C+d+1) the GD construction
+    (eq. 7, w = w*) has zero gradient and its risk equals the best multi-head y_q-LSA: it is the global
+    optimum of y_q-LSA at every C (not only as C -> infinity, cf. Xie et al. Theorem 4 / App. A.3)."""
+    for d, C, w2 in [(1, 1, 2.0), (2, 3, 5.0), (3, 2, 4.0)]:
+        mu = np.sqrt(w2 / d) * np.ones(d)
+        ex = exact.prepare(tasks.make_prior(d, mu=mu), C)
+        eta, r_gd = exact.gd_optimal(ex)
+        assert eta == pytest.approx(C / (C + d + 1), rel=1e-12)
+        p = {"attn": lsa.gd_weights(mu, eta), "w": jnp.asarray(mu)}
+        assert float(exact.yq_lsa_risk(p, ex)) == pytest.approx(r_gd, rel=1e-12)
+        assert _gnorm(jax.grad(exact.yq_lsa_risk)(p, ex)) < 1e-10
+        assert exact.best_multihead_yq_lsa(ex).risk == pytest.approx(r_gd, rel=1e-10)
+        # y_q = 0 multi-head LSA: gap 2 ||w*||^2 / (d C + 2) above one GD step (found exactly here)
+        gap = exact.best_multihead_lsa(ex).risk - r_gd
+        assert gap == pytest.approx(2 * w2 / (d * C + 2), rel=1e-9)
+
+
+def test_lbfgs_optima_have_zero_gradient():
+    ex = _ex("partI")
+    y = exact.best_yq_lsa(ex, steps=150, restarts=1, key=jax.random.key(0))  # 2 starts
+    assert y.grad_norm < 1e-7
+    assert y.risk <= exact.gd_optimal(ex)[1] + 1e-10
+    assert y.risk >= exact.best_multihead_yq_lsa(ex).risk - 1e-10
+    r = float(exact.yq_lsa_risk(jax.tree_util.tree_map(jnp.asarray, y.params), ex))
+    assert r == pytest.approx(y.risk, rel=1e-10)
+    h1 = exact.best_lsa(ex, 1, restarts=1, steps=150, key=jax.random.key(1))  # same shapes: no recompile
+    assert h1.grad_norm < 1e-6
+    assert h1.risk >= exact.best_multihead_lsa(ex).risk - 1e-10
+    assert float(exact.lsa_risk(jax.tree_util.tree_map(jnp.asarray, h1.params), ex)) == pytest.approx(h1.risk, rel=1e-10)
+
+
+# ------------------------------------------------------------------------------------ sympy
+def test_agrees_with_symbolic_for_d2():
+    sp = pytest.importorskip("sympy")
+    from iclgd import symbolic
+
+    d, C = 2, 2
+    u = [sp.Rational(1, 3), sp.Rational(-1, 2), sp.Rational(2, 5)]
+    Q = sp.Matrix([[sp.Rational(1, 2), sp.Rational(1, 5), 0], [sp.Rational(-1, 3), 1, sp.Rational(1, 4)],
+                   [sp.Rational(1, 7), 0, sp.Rational(-1, 2)]])
+    b = jnp.array([[float(x) for x in u]])
+    A = jnp.array(np.array(Q.tolist(), dtype=float))[None]
+    ws = [sp.Integer(1), sp.Rational(-1, 2)]
+    for y_q, noise in [(0, None), ("prior", sp.Rational(1, 2))]:
+        t = symbolic.linear_regression_task(d, C, w_star=ws, y_q=y_q, noise_std=noise)
+        R = t.risk(symbolic.lsa_prediction_uq(t.E, u, Q))
+        prior = tasks.make_prior(d, mu=jnp.array([1.0, -0.5]), noise_std=0.0 if noise is None else 0.5)
+        g = None if y_q == 0 else jnp.array([1.0, -0.5])
+        assert float(exact.lsa_risk_reduced(b, A, exact.prepare(prior, C), g)) == pytest.approx(float(R), rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------ training
+def test_training_on_exact_risk_and_float32_accuracy():
+    name = "partI"
+    ex = _ex(name)
+    d = CONFIGS[name]["d"]
+    p0 = _rand_lsa(np.random.default_rng(0), d, 1, 0.1)
+    res = iclgd.train(exact.lsa_loss(ex), p0, jax.random.key(1), steps=300, learning_rate=1e-2)
+    assert not res.diverged
+    assert res.losses[0] == pytest.approx(float(exact.lsa_risk(p0, ex)), rel=1e-12)
+    assert res.losses[-1] < 0.8 * res.losses[0]
+    # the sum-of-squares form keeps float32 risks accurate near an optimum (w*||^2 = 40, d = C = 10)
+    prior = tasks.make_prior(10, mu=2 * jnp.ones(10))
+    ex10 = exact.prepare(prior, 10)
+    best = exact.best_multihead_lsa(ex10)
+    with jax.enable_x64(False):
+        p32 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float32), best.params)
+        r32 = exact.lsa_risk(p32, ex10)
+        assert r32.dtype == jnp.float32
+    assert float(r32) == pytest.approx(best.risk, rel=2e-5)
+
+
+# ------------------------------------------------------------------------------------ bad input
+def test_bad_inputs_raise_value_errors():
+    ex = _ex("partI")
+    d, D = 2, 3
+    p = _rand_lsa(np.random.default_rng(0), d, 2)
+    with pytest.raises(ValueError, match="prior"):
+        exact.prepare("not a prior", 3)
+    with pytest.raises(ValueError, match="C must be"):
+        exact.prepare(_prior("partI"), 0)
+    with pytest.raises(ValueError, match="ex must be"):
+        exact.lsa_risk(p, "ex")
+    with pytest.raises(ValueError, match=r"params\['WQ'\] must have shape"):
+        exact.lsa_risk({**p, "WQ": jnp.zeros((2, 4, 4))}, ex)
+    with pytest.raises(ValueError, match=r"y_q_guess must have shape \(2,\)"):
+        exact.lsa_risk(p, ex, y_q_guess=jnp.ones(3))
+    with pytest.raises(ValueError, match=r"Mt must have shape \(3, 3, 3\)"):
+        exact.predictor_risk(jnp.zeros((2, 2, 2)), jnp.zeros(D), ex)
+    with pytest.raises(ValueError, match=r"params\['P'\] must have shape \(1, 3, 3\)"):
+        exact.linear_transformer_risk({"P": jnp.zeros((2, D, D)), "Q": jnp.zeros((2, D, D))}, ex)
+    with pytest.raises(ValueError, match=r"w0 must have shape \(2,\)"):
+        exact.gd_risk(ex, 0.1, w0=jnp.ones(4))
+    with pytest.raises(ValueError, match="n_mc"):
+        exact.bayes_risk(_prior("d3C5"), 3, n_mc=1)
+    with pytest.raises(ValueError, match="H must be"):
+        exact.best_lsa(ex, 0)
+    with pytest.raises(ValueError, match=r"M must have shape \(D, D, D\)"):
+        exact.lsa_params_from_M(jnp.zeros((2, 3, 3)))
+    with pytest.raises(ValueError, match="eta must be a scalar"):
+        exact.gd_risk(ex, jnp.ones(2))
