@@ -75,8 +75,10 @@ for a non-degenerate prior, the ``vech`` basis already removes the null space th
 ``Mt_D = 0``), all ``D`` when ``c != 0``. Because ``T`` does not depend on ``g``, the best risk is a
 quadratic in ``g`` too, minimised in closed form (:func:`best_multihead_yq_lsa`). The best single-head
 models are not linear in their parameters; :func:`best_yq_lsa` and :func:`best_lsa` minimise the exact
-risk with L-BFGS (:func:`iclgd.train`) from the GD point or random restarts. Part III's Theorem 1 is
-solved exactly by :func:`best_linear_transformer`.
+risk with optax's L-BFGS (zoom line search, the optimiser of ``iclgd.train(..., optimizer="lbfgs")``)
+from the GD point or random restarts, all starts in one compiled solver. Part III's Theorem 1 is
+solved exactly by :func:`best_linear_transformer`. The Bayes posterior mean's risk is
+:func:`bayes_risk` (closed form where one exists, otherwise a Rao-Blackwellised Monte Carlo value).
 
 **4. Training on the exact risk.** :func:`lsa_loss`, :func:`yq_lsa_loss` and
 :func:`linear_transformer_loss` return ``loss(params, key)`` that ignores the key, for
@@ -93,6 +95,23 @@ solved exactly by :func:`best_linear_transformer`.
     # exact_run.losses is the population risk along the exact-gradient path;
     # exact.lsa_risk(sampled.params, ex) is the true risk of the sampled run's final weights.
     # exact.best_multihead_lsa(ex).risk is the floor that H >= d+1 heads can reach.
+
+**5. What the exact risks show** (Part I setting ``Sigma = Omega = I``, noise-free; each item is a
+test in ``tests/test_exact.py``, exact to ~1e-12):
+
+* *y_q-LSA and one GD step coincide at every finite C.* With the finite-``C`` optimal step
+  ``eta* = C / (C + d + 1)``, Xie et al.'s construction (eq. 7, ``w = w*``) has zero gradient, and its
+  risk ``d (d+1) / (C + d + 1)`` equals the best multi-head y_q-LSA (any ``H``, trainable ``g``), a
+  lower bound for y_q-LSA: it is the global optimum, not only asymptotically (Theorem 4, App. A.3).
+* *Multi-head LSA with y_q = 0 stays above one GD step, by exactly* ``2 ||w*||^2 / (d C + 2)``
+  (found numerically to 1e-12 over many ``(d, C, w*)``; not derived here). The gap vanishes as
+  ``C -> infinity``, at the same ``1/C`` rate as both risks (ratio ``-> 2 ||w*||^2 / (d^2 (d+1))``).
+* *Theorem 2 (no stationary point as C -> infinity) does not hold for the true risk.* At every ``C``
+  the risk is a strictly convex quadratic in (the symmetric parts of) ``M_i``, so its minimiser is a
+  stationary point of the ``H >= d+1``-head model; and as ``C -> infinity`` the risk tends to
+  ``E[(sum_i x_{q,i} <K(w), M_i> - w^T x_q)^2]``, which ``M_i = e_D (Sigma^{-1} e_i, 0)^T`` (read
+  ``w = Sigma^{-1} G_{xy}``) drives to 0. The proof's ``E[G (x) G] = M (x) M`` (eq. 23, 27) drops the
+  fluctuation of ``K(w)`` across tasks, the same independence error as in part 1.
 
 **Precision.** :func:`prepare` and the ``best_*`` solvers compute in float64 (inside
 ``jax.enable_x64``) and return NumPy float64 arrays / Python floats, whatever the global setting. The
@@ -958,7 +977,7 @@ def best_linear_transformer(ex: Exact) -> BestLSA:
 
 @partial(jax.jit, static_argnames=("steps",))
 def _lbfgs_lsa(starts: dict, F, FS, nv, g, c, train_w, *, steps: int):
-    """optax L-BFGS (zoom line search) on the exact LSA risk from every start (vmapped).
+    """optax L-BFGS (zoom line search) on the exact LSA risk from every start (``lax.map``).
 
     ``starts`` is ``{"b": (S, H, D), "A": (S, H, D, D), "w": (S, d)}``; the guess is ``w`` when
     ``train_w`` else the fixed ``g``. One compilation per shape serves every prior and model class.
@@ -988,7 +1007,7 @@ def _lbfgs_lsa(starts: dict, F, FS, nv, g, c, train_w, *, steps: int):
         (p, _), vals = jax.lax.scan(step, (p0, opt.init(p0)), None, length=steps)
         return p, loss(p), vals
 
-    return jax.vmap(run)(starts)
+    return jax.lax.map(run, starts)  # sequential: compiles faster than vmap, same speed on CPU
 
 
 def _run_lbfgs(ex: Exact, starts: list, g, c, train_w: bool, steps: int):
@@ -1001,7 +1020,7 @@ def _run_lbfgs(ex: Exact, starts: list, g, c, train_w: bool, steps: int):
     i = int(np.argmin(risks))
     best = jax.tree_util.tree_map(lambda x: x[i], p)
     wfix = best["w"] if train_w else jnp.asarray(g, dt)
-    gr = jax.grad(lambda q: lsa_risk_reduced(q["b"], q["A"], ex, q["w"] if train_w else wfix, c))(best)
+    gr = jax.jit(jax.grad(lambda q: lsa_risk_reduced(q["b"], q["A"], ex, q["w"] if train_w else wfix, c)))(best)
     if not train_w:
         gr = {"b": gr["b"], "A": gr["A"]}
     gnorm = float(np.sqrt(sum(float(jnp.sum(x * x)) for x in jax.tree_util.tree_leaves(gr))))
