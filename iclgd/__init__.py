@@ -8,6 +8,7 @@ re-exported here, the rest live in the submodules:
 * :mod:`iclgd.lsa` -- (multi-head) linear self-attention and y_q-LSA (Part I).
 * :mod:`iclgd.baselines` -- one-step GD (exact risk, optimal step), Bayes posterior mean, ridge.
 * :mod:`iclgd.training` -- optax training loops with divergence detection.
+* :mod:`iclgd.exact` -- exact population risks, exact optima and exact-risk losses.
 * :mod:`iclgd.symbolic` -- exact Gaussian expectations and symbolic risks with sympy.
 * :mod:`iclgd.linear_transformer` -- Part III's multi-layer linear transformer, preconditioned GD, GD++.
 * :mod:`iclgd.representation`, :mod:`iclgd.softmax` -- Part II's tasks and models.
