@@ -29,23 +29,14 @@ import jax.numpy as jnp
 import numpy as np
 
 import iclgd
+from iclgd import tasks as tasks_mod
 from iclgd import exact, training
 from iclgd.tasks import TaskBatch
 
 D_IN, C, BATCH = 10, 10, 2048
 
 
-def reference_sample(key, prior, C, batch):
-    """sample_tasks before the speed-up: jax.random.normal (rolled threefry on CPU)."""
-    d = prior.d
-    k_x, k_w, k_n = jax.random.split(key, 3)
-    z = jax.random.normal(k_x, (batch, C + 1, d))
-    xs = z @ prior.L_Sigma.T
-    eps = jax.random.normal(k_w, (batch, d))
-    w = prior.mu + eps @ prior.L_Omega.T
-    ys = jnp.einsum("bcd,bd->bc", xs, w)
-    ys = ys + prior.noise_std * jax.random.normal(k_n, ys.shape)
-    return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
+reference_sample = tasks_mod.sample_tasks_reference
 
 
 def lsa_mse(p, t):

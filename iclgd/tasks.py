@@ -32,6 +32,7 @@ __all__ = [
     "TaskBatch",
     "make_prior",
     "sample_tasks",
+    "sample_tasks_reference",
     "embed",
     "embed_zero_query",
     "linear_guess",
@@ -278,6 +279,25 @@ def _sample_tasks_jit(key, prior: Prior, C: int, batch: int, flags: tuple[bool, 
         ys = ys + prior.noise_std * _standard_normal(k_n, ys.shape)
     return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
 
+
+
+def sample_tasks_reference(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
+    """The straightforward version of :func:`sample_tasks` (``jax.random.normal`` everywhere).
+
+    Bit-identical to :func:`sample_tasks` for threefry keys but ~5x slower on CPU; kept as the
+    reference that the tests compare :func:`sample_tasks` with, and that ``benchmarks/`` times.
+    """
+    C = v.positive_int("C", C)
+    batch = v.positive_int("batch", batch)
+    d = prior.d
+    k_x, k_w, k_n = jax.random.split(key, 3)
+    z = jax.random.normal(k_x, (batch, C + 1, d))
+    xs = z @ prior.L_Sigma.T
+    eps = jax.random.normal(k_w, (batch, d))
+    w = prior.mu + eps @ prior.L_Omega.T
+    ys = jnp.einsum("bcd,bd->bc", xs, w)
+    ys = ys + prior.noise_std * jax.random.normal(k_n, ys.shape)
+    return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
 
 def linear_guess(x_q: jax.Array, guess=None, bias=0.0) -> jax.Array:
     """Initial guess ``y_q = x_q^T guess + bias`` (Part I Sec. 5.1.3).

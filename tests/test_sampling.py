@@ -15,17 +15,7 @@ from iclgd import tasks
 from iclgd.tasks import TaskBatch, _standard_normal
 
 
-def _reference_sample(key, prior, C, batch):
-    """sample_tasks as it was before the speed-up (jax.random.normal everywhere)."""
-    d = prior.d
-    k_x, k_w, k_n = jax.random.split(key, 3)
-    z = jax.random.normal(k_x, (batch, C + 1, d))
-    xs = z @ prior.L_Sigma.T
-    eps = jax.random.normal(k_w, (batch, d))
-    w = prior.mu + eps @ prior.L_Omega.T
-    ys = jnp.einsum("bcd,bd->bc", xs, w)
-    ys = ys + prior.noise_std * jax.random.normal(k_n, ys.shape)
-    return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
+_reference_sample = tasks.sample_tasks_reference
 
 
 @pytest.mark.parametrize("x64", [False, True])
