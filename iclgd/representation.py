@@ -305,6 +305,17 @@ def _check_spec(spec) -> RepresentationSpec:
     return spec
 
 
+
+def _lambda_law(spec, lam_mean, lam_std) -> tuple[jax.Array, jax.Array]:
+    """The mean ``(m,)`` and std ``()`` of lambda: the spec's, unless overridden (validated)."""
+    m = spec.m
+    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
+    if mean.ndim == 0:
+        mean = jnp.full((m,), mean)
+    v.shape("lam_mean", mean, (m,), f"() or ({m},)")
+    std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
+    return mean, std
+
 def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean=None, lam_std=None) -> jax.Array:
     """Draw ``lambda ~ N(lam_mean, lam_std^2 I_m)``, one per prompt (Sec. 4).
 
@@ -321,12 +332,7 @@ def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean
     """
     spec = _check_spec(spec)
     batch = v.positive_int("batch", batch)
-    m = spec.m
-    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
-    if mean.ndim == 0:
-        mean = jnp.full((m,), mean)
-    v.shape("lam_mean", mean, (m,), f"() or ({m},)")
-    std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
+    mean, std = _lambda_law(spec, lam_mean, lam_std)
     return _sample_lambda(key, mean, std, batch)
 
 
@@ -414,12 +420,7 @@ def sample_representation_tasks(
     """
     spec = _check_spec(spec)
     batch = v.positive_int("batch", batch)
-    m = spec.m
-    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
-    if mean.ndim == 0:
-        mean = jnp.full((m,), mean)
-    v.shape("lam_mean", mean, (m,), f"() or ({m},)")
-    std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
+    mean, std = _lambda_law(spec, lam_mean, lam_std)
     return _sample(key, spec, mean, std, batch)
 
 
