@@ -1,23 +1,30 @@
 """iclgd: in-context learning as gradient descent, re-derived and re-run.
 
 The helper library of the iclgd book. Every chapter does ``import iclgd``; the most used names are
-re-exported here, the rest live in the submodules:
+re-exported here, the rest live in the submodules, one concern each:
 
 * :mod:`iclgd.config` -- the scale knob ``ICLGD_SCALE`` (:func:`pick`).
-* :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings.
-* :mod:`iclgd.lsa` -- (multi-head) linear self-attention and y_q-LSA (Part I).
-* :mod:`iclgd.baselines` -- one-step GD (exact risk, optimal step), Bayes posterior mean, ridge.
-* :mod:`iclgd.training` -- optax training loops with divergence detection.
+* :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings (Parts I, III).
+* :mod:`iclgd.representation` -- Part II's tasks and its ridge predictors.
+* :mod:`iclgd.models` -- one interface, ``model.init(key)`` / ``model.predict(params, batch)``, for
+  every family: multi-head LSA and y_q-LSA (Part I), the linear transformer (Part III), softmax
+  attention and the pre-LN transformer (Part II).
+* :mod:`iclgd.metrics` -- the squared error every loss is built from.
+* :mod:`iclgd.baselines` -- one-step GD, the Bayes posterior mean, ridge regression.
+* :mod:`iclgd.training` -- the trainer (optax, compiled once, history, multi-seed, L-BFGS).
 * :mod:`iclgd.exact` -- exact population risks, exact optima and exact-risk losses.
 * :mod:`iclgd.symbolic` -- exact Gaussian expectations and symbolic risks with sympy.
-* :mod:`iclgd.linear_transformer` -- Part III's multi-layer linear transformer, preconditioned GD, GD++.
-* :mod:`iclgd.representation`, :mod:`iclgd.softmax` -- Part II's tasks and models.
+* :mod:`iclgd.lsa_sweep` -- Part I's many LSA configurations trained on one stream of prompts.
+* :mod:`iclgd.plot` -- every figure of the book.
 """
 
 from .config import pick, scale
 from .tasks import Prior, TaskBatch, embed, embed_zero_query, linear_guess, make_prior, sample_tasks
-from .lsa import gd_weights, init_lsa, init_yq_lsa, lsa_output, lsa_predict, mse, yq_lsa_predict
-from .baselines import bayes_posterior_mean, gd_one_step, gd_one_step_risk, gd_optimal_eta, ridge
-from .training import TrainResult, evaluate, make_optimizer, sampled_loss, train, train_seeds
+from .metrics import cosine, mse
+from . import models
+from .models import Model
+from .models.lsa import gd_weights, init_lsa, init_yq_lsa, lsa_output, lsa_predict, yq_lsa_predict
+from .baselines import bayes_posterior_mean, gd_one_step, ridge, ridge_weights
+from .training import History, TrainResult, evaluate, make_optimizer, sampled_loss, train, train_seeds
 
 __version__ = "0.1.0"

@@ -44,7 +44,7 @@ def finite_float(name: str, value) -> float:
     return v
 
 
-def _is_tracer(x) -> bool:
+def is_tracer(x) -> bool:
     try:
         import jax
 
@@ -71,7 +71,7 @@ def shape(name: str, x, expected: Sequence[int | None], what: str | None = None)
 
 def finite_array(name: str, x):
     """Check that a concrete array has only finite entries (skipped for traced values)."""
-    if _is_tracer(x):
+    if is_tracer(x):
         return x
     a = np.asarray(x)
     if not np.all(np.isfinite(a)):
@@ -85,7 +85,7 @@ def spd_matrix(name: str, m, d: int | None = None, psd: bool = False):
     if len(s) != 2 or s[0] != s[1] or (d is not None and s[0] != d):
         want = f"({d}, {d})" if d is not None else "(d, d)"
         raise ValueError(f"{name} must be a square matrix of shape {want}, got shape {tuple(s)}")
-    if _is_tracer(m):
+    if is_tracer(m):
         return m
     a = np.asarray(m, dtype=np.float64)
     if not np.all(np.isfinite(a)):

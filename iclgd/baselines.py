@@ -1,27 +1,15 @@
 """Algorithmic baselines that the trained models are compared with.
 
 * :func:`gd_one_step`: one gradient step on the context least-squares loss from any ``w0``,
-  ``w1 = w0 - (eta/C) X^T (X w0 - y)``, and its prediction ``w1^T x_q``.
-* :func:`gd_one_step_risk` and :func:`gd_optimal_eta`: its exact population risk and the optimal step
-  (closed form, derived below), for any prior ``N(mu, Omega)``, input covariance ``Sigma``, label noise.
+  ``w1 = w0 - (eta/C) X^T (X w0 - y)``, and its prediction ``w1^T x_q`` (Xie et al. eq. 9).
 * :func:`bayes_posterior_mean`: the Bayes-optimal predictor under a Gaussian prior.
-* :func:`ridge`: ridge regression on the context.
+* :func:`ridge_weights` and :func:`ridge`: ridge regression on the context -- the one ridge of iclgd,
+  also behind Part II's eq. 20 and eq. 25 (:mod:`iclgd.representation`).
 
-Multi-step preconditioned GD and GD++ (Part III) live in :mod:`iclgd.linear_transformer`, beside the
-transformer that implements them; Part II's basis ridge regressions in :mod:`iclgd.representation`.
-
-Exact risk of one GD step. Write ``G = X^T X / C``, ``delta = w0 - w_hat`` and ``eps`` the label noise
-(std ``sigma``). Then ``w1 - w_hat = (I - eta G) delta + (eta/C) X^T eps`` and, with ``x_q ~ N(0, Sigma)``
-and a noisy target, ``R(eta) = E[(w1 - w_hat)^T Sigma (w1 - w_hat)] + sigma^2``. With
-``D = E[delta delta^T] = Omega + (w0 - mu)(w0 - mu)^T`` and the Wishart moment
-``E[G D G] = (1 + 1/C) Sigma D Sigma + tr(D Sigma) Sigma / C``::
-
-    R(eta) = tr(Sigma D) - 2 eta tr(Sigma^2 D)
-             + eta^2 [ (1 + 1/C) tr(Sigma^3 D) + (tr(Sigma D) + sigma^2) tr(Sigma^2) / C ] + sigma^2,
-
-a quadratic in ``eta`` minimised at ``eta* = tr(Sigma^2 D) / [ ... ]``. For Part I
-(``Sigma = Omega = I``, ``w0 = mu``, no noise) this gives ``eta* = C / (C + d + 1)`` and
-``R(eta*) = d (d + 1) / (C + d + 1)``.
+The exact risk of one GD step and its optimal step size are in :mod:`iclgd.exact`
+(:func:`iclgd.exact.gd_risk`, :func:`iclgd.exact.gd_optimal`); the chapter "The shared setting"
+derives them. Multi-step preconditioned GD and GD++ (Part III) live in
+:mod:`iclgd.models.linear_transformer`, beside the transformer that implements them.
 """
 
 from __future__ import annotations
@@ -32,7 +20,7 @@ import jax.numpy as jnp
 from . import _validate as v
 from .tasks import Prior, TaskBatch
 
-__all__ = ["gd_one_step", "gd_one_step_risk", "gd_optimal_eta", "bayes_posterior_mean", "ridge"]
+__all__ = ["gd_one_step", "bayes_posterior_mean", "ridge_weights", "ridge"]
 
 
 def _check_xyq(X, y, x_q):
@@ -66,53 +54,6 @@ def gd_one_step(X: jax.Array, y: jax.Array, x_q: jax.Array, w0, eta: float) -> j
     return jnp.einsum("bd,bd->b", w1, x_q)
 
 
-def _gd_quadratic(prior: Prior, C: int, w0):
-    d = prior.d
-    C = v.positive_int("C", C)
-    w0 = prior.mu if w0 is None else jnp.asarray(v.shape("w0", w0, (d,), f"({d},)"), dtype=float)
-    S = prior.Sigma
-    dm = w0 - prior.mu
-    D = prior.Omega + jnp.outer(dm, dm)
-    s2 = prior.noise_std**2
-    S2 = S @ S
-    a0 = jnp.trace(S @ D) + s2
-    a1 = jnp.trace(S2 @ D)
-    a2 = (1 + 1 / C) * jnp.trace(S2 @ S @ D) + (jnp.trace(S @ D) + s2) * jnp.trace(S2) / C
-    return a0, a1, a2
-
-
-def gd_one_step_risk(prior: Prior, C: int, eta, w0=None) -> jax.Array:
-    """Exact population risk of one GD step (see the module docstring for the derivation).
-
-    Args:
-        prior: task distribution (``mu``, ``Sigma``, ``Omega``, ``noise_std``).
-        C: context length.
-        eta: step size (scalar or array; broadcast).
-        w0: ``(d,)`` starting point; default the prior mean ``mu``.
-
-    Returns:
-        ``E[(w1^T x_q - y)^2]`` with the same shape as ``eta``.
-    """
-    if not isinstance(prior, Prior):
-        raise ValueError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
-    a0, a1, a2 = _gd_quadratic(prior, C, w0)
-    eta = jnp.asarray(eta, dtype=float)
-    return a0 - 2 * eta * a1 + eta**2 * a2
-
-
-def gd_optimal_eta(prior: Prior, C: int, w0=None) -> tuple[jax.Array, jax.Array]:
-    """The step size that minimises :func:`gd_one_step_risk`, and that minimal risk.
-
-    Returns:
-        ``(eta_star, risk_star)``.
-    """
-    if not isinstance(prior, Prior):
-        raise ValueError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
-    a0, a1, a2 = _gd_quadratic(prior, C, w0)
-    eta = a1 / a2
-    return eta, a0 - a1**2 / a2
-
-
 def bayes_posterior_mean(tasks: TaskBatch, prior: Prior) -> jax.Array:
     """Bayes-optimal prediction ``E[w_hat | X, y]^T x_q`` under the Gaussian prior.
 
@@ -133,20 +74,68 @@ def bayes_posterior_mean(tasks: TaskBatch, prior: Prior) -> jax.Array:
     return jnp.einsum("bd,bd->b", w, x_q)
 
 
-def ridge(X: jax.Array, y: jax.Array, x_q: jax.Array, lam: float) -> jax.Array:
-    """Ridge regression on the context: ``w = (X^T X + lam I)^{-1} X^T y``, prediction ``w^T x_q``.
+def ridge_weights(X: jax.Array, y: jax.Array, reg) -> jax.Array:
+    """Ridge regression on each prompt's context, batched.
+
+    ``w = argmin_w 1/(2C) sum_i (y_i - w^T x_i)^2 + reg/2 ||w||^2 = (X^T X + C reg I_d)^{-1} X^T y``,
+    computed in the ``C x C`` (dual) form ``X^T (X X^T + C reg I_C)^{-1} y`` when ``C <= d`` and in the
+    ``d x d`` (primal) form otherwise (a static, shape-based choice). So ``reg = 0`` gives the
+    minimum-norm interpolant (``C <= d``, ``X`` of full row rank) or least squares (``C > d``).
 
     Args:
-        X, y, x_q: ``(B, C, d)``, ``(B, C)``, ``(B, d)``.
-        lam: regularisation ``> 0``.
+        X: ``(B, C, d)`` context inputs, or ``(C, d)`` shared by every prompt (Part II's features).
+        y: ``(B, C)`` context labels.
+        reg: regularisation weight ``>= 0`` (a scalar; may be traced).
+
+    Returns:
+        ``(B, d)`` ridge weights.
+
+    Raises:
+        ValueError: for shape mismatches, a negative or non-finite ``reg``, non-finite data, or (on
+            concrete inputs) a singular system with ``reg = 0``.
+    """
+    if getattr(X, "ndim", None) not in (2, 3):
+        raise ValueError(f"X must have shape (B, C, d) or (C, d), got shape {tuple(jnp.shape(X))}")
+    C, d = X.shape[-2:]
+    v.shape("y", y, (None, C), f"(B, {C}) to match X of shape {tuple(X.shape)}")
+    if X.ndim == 3:
+        v.shape("X", X, (y.shape[0], C, d), f"({y.shape[0]}, {C}, {d}) to match y")
+    v.finite_array("X", X)
+    v.finite_array("y", y)
+    if not v.is_tracer(reg):
+        reg = v.nonneg_float("reg", reg)
+    w = _ridge(jnp.asarray(X), jnp.asarray(y), jnp.asarray(reg, dtype=float))
+    if not v.is_tracer(w) and not bool(jnp.all(jnp.isfinite(w))):
+        raise ValueError(
+            "ridge regression is singular: with reg = 0, X must have full rank "
+            f"(row rank C = {C} if C <= d, column rank d = {d} otherwise)"
+        )
+    return w
+
+
+@jax.jit
+def _ridge(X, y, reg):
+    C, d = X.shape[-2:]
+    c = C * reg
+    if C <= d:  # static, shape-based choice: dual form
+        K = jnp.einsum("...id,...jd->...ij", X, X) + c * jnp.eye(C)
+        K = jnp.broadcast_to(K, (y.shape[0], C, C))
+        alpha = jnp.linalg.solve(K, y[..., None])[..., 0]  # (B, C)
+        return jnp.einsum("...cd,...c->...d", X, alpha) if X.ndim == 3 else alpha @ X
+    A = jnp.einsum("...ci,...cj->...ij", X, X) + c * jnp.eye(d)
+    Xy = jnp.einsum("...cd,...c->...d", X, y) if X.ndim == 3 else y @ X
+    A = jnp.broadcast_to(A, (y.shape[0], d, d))
+    return jnp.linalg.solve(A, Xy[..., None])[..., 0]
+
+
+def ridge(X: jax.Array, y: jax.Array, x_q: jax.Array, reg) -> jax.Array:
+    """Prediction ``w^T x_q`` of :func:`ridge_weights` (same ``reg`` convention).
+
+    Args:
+        X: ``(B, C, d)``; y: ``(B, C)``; x_q: ``(B, d)``; reg: ``>= 0``.
 
     Returns:
         ``(B,)`` predictions.
     """
-    _, _, d = _check_xyq(X, y, x_q)
-    lam = v.nonneg_float("lam", lam)
-    if lam == 0:
-        raise ValueError("lam must be > 0 (use bayes_posterior_mean for the interpolating limit), got 0")
-    A = jnp.einsum("bcd,bce->bde", X, X) + lam * jnp.eye(d)
-    w = jnp.linalg.solve(A, jnp.einsum("bcd,bc->bd", X, y)[..., None])[..., 0]
-    return jnp.einsum("bd,bd->b", w, x_q)
+    B, _, d = _check_xyq(X, y, x_q)
+    return jnp.einsum("bd,bd->b", ridge_weights(X, y, reg), x_q)

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate as v
+from .baselines import ridge_weights
 
 __all__ = [
     "RepresentationSpec",
@@ -60,7 +61,6 @@ __all__ = [
     "representation_labels",
     "sample_representation_tasks",
     "embed_representation",
-    "ridge_regression",
     "ridge_eq20",
     "ridge_eq25",
     "y_star",
@@ -296,7 +296,7 @@ def _assemble_spec(tokens, features, tau, lam_mean, lam_std, N):
     )
 
 
-def _check_spec(spec) -> RepresentationSpec:
+def check_spec(spec) -> RepresentationSpec:
     if not isinstance(spec, RepresentationSpec):
         raise ValueError(
             f"spec must be an iclgd.representation.RepresentationSpec (use make_representation_spec), "
@@ -330,7 +330,7 @@ def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean
     Returns:
         ``(B, m)`` coefficient vectors.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     batch = v.positive_int("batch", batch)
     mean, std = _lambda_law(spec, lam_mean, lam_std)
     return _sample_lambda(key, mean, std, batch)
@@ -351,7 +351,7 @@ def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, K)``: column ``k`` is ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` for ``k > N``.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     N, K = spec.N, spec.K
     v.shape("y", y, (None, N), f"(B, {N})")
     return _embed(spec, jnp.asarray(y))
@@ -378,7 +378,7 @@ def representation_labels(key: jax.Array, spec: RepresentationSpec, lam: jax.Arr
     Returns:
         A :class:`RepresentationBatch`.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     m, K, N = spec.m, spec.K, spec.N
     v.shape("lam", lam, (None, m), f"(B, {m})")
     v.finite_array("lam", lam)
@@ -418,7 +418,7 @@ def sample_representation_tasks(
         A :class:`RepresentationBatch` with ``lam (B, m)``, ``eps (B, K, m)``, ``y_all (B, K)``,
         ``y (B, N)``, ``E (B, d+1, K)``.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     batch = v.positive_int("batch", batch)
     mean, std = _lambda_law(spec, lam_mean, lam_std)
     return _sample(key, spec, mean, std, batch)
@@ -448,50 +448,6 @@ def _check_Zy(Z, y) -> tuple[int, int]:
     return m, N
 
 
-def ridge_regression(Z: jax.Array, y: jax.Array, reg) -> jax.Array:
-    """Batched ridge regression ``argmin_lam 1/(2N) sum_i (y_i - lam^T z_i)^2 + reg/2 ||lam||^2``.
-
-    Closed form ``lam_hat = (Z Z^T + N reg I_m)^{-1} Z y = Z (Z^T Z + N reg I_N)^{-1} y``; the ``N x N``
-    (dual) form is used when ``N <= m`` and the ``m x m`` (primal) form otherwise (a static, shape-based
-    choice), so ``reg = 0`` gives the minimum-norm interpolant (``N <= m``, ``Z`` of full column rank) or
-    least squares (``N > m``, full row rank).
-
-    Args:
-        Z: ``(m, N)`` features ``(z_1, ..., z_N)``.
-        y: ``(B, N)`` labels.
-        reg: the regularisation weight ``>= 0`` (a Python/NumPy scalar or a 0-d array; may be traced).
-
-    Returns:
-        ``(B, m)`` coefficients ``lam_hat``.
-
-    Raises:
-        ValueError: for shape mismatches, a negative or non-finite ``reg``, or (on concrete inputs) a
-            singular system with ``reg = 0``.
-    """
-    m, N = _check_Zy(Z, y)
-    if not v._is_tracer(reg):
-        reg = v.nonneg_float("reg", reg)
-    lam = _ridge(jnp.asarray(Z), jnp.asarray(y), jnp.asarray(reg, dtype=float))
-    if not v._is_tracer(lam) and not bool(jnp.all(jnp.isfinite(lam))):
-        raise ValueError(
-            "ridge regression is singular: with reg = 0, Z must have full rank "
-            f"(column rank N = {N} if N <= m, row rank m = {m} otherwise)"
-        )
-    return lam
-
-
-@jax.jit
-def _ridge(Z, y, reg):
-    m, N = Z.shape
-    c = N * reg
-    if N <= m:  # static, shape-based choice
-        G = Z.T @ Z + c * jnp.eye(N)
-        alpha = jnp.linalg.solve(G, y.T)  # (N, B)
-        return (Z @ alpha).T
-    G = Z @ Z.T + c * jnp.eye(m)
-    return jnp.linalg.solve(G, Z @ y.T).T
-
-
 def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
     """The transformer's ridge regression, eq. 20.
 
@@ -507,8 +463,8 @@ def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
         ``(B, m)``.
     """
     m, N = _check_Zy(Z, y)
-    tau = tau if v._is_tracer(tau) else v.nonneg_float("tau", tau)
-    return ridge_regression(Z, y, m * tau / N)
+    tau = tau if v.is_tracer(tau) else v.nonneg_float("tau", tau)
+    return ridge_weights(Z.T, y, m * tau / N)
 
 
 def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
@@ -526,8 +482,8 @@ def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
         ``(B, m)``.
     """
     _check_Zy(Z, y)
-    tau = tau if v._is_tracer(tau) else v.nonneg_float("tau", tau)
-    return ridge_regression(Z, y, tau)
+    tau = tau if v.is_tracer(tau) else v.nonneg_float("tau", tau)
+    return ridge_weights(Z.T, y, tau)
 
 
 def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
@@ -540,7 +496,7 @@ def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     Returns:
         ``(B, K)``.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     lam = ridge_eq20(spec.Z, y, spec.tau)
     return _complete(y, lam, spec.ZQ)
 
@@ -560,7 +516,7 @@ def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
     Returns:
         ``(B, K)``.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     lam = ridge_eq25(spec.Z, y, spec.tau)
     return _complete(y, lam, spec.ZQ)
 
@@ -575,9 +531,9 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
     Returns:
         ``(N, K)``.
     """
-    spec = _check_spec(spec)
+    spec = check_spec(spec)
     A = _limit_matrix(spec)
-    if not v._is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
+    if not v.is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
         raise ValueError("spec must have Z^T Z + m tau I_N invertible (tau > 0, or N <= m and Z of full column rank)")
     return A
 
@@ -608,8 +564,8 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
     Raises:
         ValueError: if ``spec``'s ``lambda`` distribution violates Assumption 1 (mean 0, variance 1).
     """
-    spec = _check_spec(spec)
-    if not v._is_tracer(spec.lam_std) and (
+    spec = check_spec(spec)
+    if not v.is_tracer(spec.lam_std) and (
         not np.allclose(np.asarray(spec.lam_mean), 0.0) or not np.isclose(float(spec.lam_std), 1.0)
     ):
         raise ValueError(

@@ -1,23 +1,36 @@
-"""Training loops: optax optimisers, ``jit`` + ``lax.scan``, fresh tasks each step from a key.
+"""The trainer: optax optimisers, ``jit`` + ``lax.scan``, one compilation reused across calls.
 
-The loop is generic: it minimises ``loss_fn(params, key) -> scalar``. A sampled loss draws a fresh
-batch of tasks from ``key`` at every step (:func:`sampled_loss`); an exact population risk simply
-ignores the key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm bar advances (on
-stderr) and the loop checks for divergence: a non-finite loss or gradient stops the run, the
-parameters of the last finite step are kept, and the result says where and why it stopped.
+:func:`train` minimises ``loss_fn(params, key, *args) -> scalar``. A sampled loss draws a fresh batch
+of prompts from ``key`` at every step (:func:`sampled_loss`); an exact population risk ignores the
+key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm bar advances (on stderr) and the
+loop checks for divergence: a non-finite loss, gradient or parameter stops the run, the parameters of
+the last finite step are kept, and the result says where and why it stopped.
+
+What the trainer offers the chapters:
+
+* **One compilation per (loss, optimiser, shapes) per process.** The jitted chunk is cached on
+  ``(loss_fn, optimizer, chunk, recording options)``; learning rates and ``args`` are traced inputs,
+  so a sweep over learning rates, priors or any array-valued setting with the same shapes, and every
+  seed of :func:`train_seeds`, reuse one compilation (:func:`trace_count` counts them).
+* **History.** ``record_every=k`` stores the parameters, and optionally ``metrics(params)`` (any
+  jittable function: an exact risk, a held-out loss, a distance to a target), at steps
+  ``0, k, 2k, ..., steps``.
+* **Per-group learning rates.** ``learning_rate={"w": 1e-2, "Q": 1e-3}`` gives each top-level entry of a
+  parameter dict its own rate (``optax.multi_transform``), e.g. Part II's ``eta_w = gamma^2 eta_Q``.
+* **L-BFGS** (optax's, zoom line search) for one model or many seeds; it refuses a stochastic loss.
 
 Example::
 
-    prior = iclgd.make_prior(10, mu=jnp.ones(10))
-    loss = iclgd.sampled_loss(lambda p, t: iclgd.lsa_predict(p, iclgd.embed(t)), prior, C=10, batch=2048)
-    res = iclgd.train(loss, iclgd.init_lsa(jax.random.key(0), 10, H=1), jax.random.key(1), steps=5000)
+    model = iclgd.models.lsa_model(d=10, H=1)
+    loss = iclgd.sampled_loss(model, iclgd.make_prior(10, mu=jnp.ones(10)), C=10, batch=2048)
+    res = iclgd.train(loss, model.init(jax.random.key(0)), jax.random.key(1), steps=5000)
     res.losses  # (5000,) numpy array
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -25,119 +38,266 @@ import numpy as np
 import optax
 
 from . import _validate as v
-from .lsa import mse
+from .metrics import mse
+from .models import Model
 from .tasks import Prior, TaskBatch, sample_tasks
 
-__all__ = ["TrainResult", "train", "train_seeds", "sampled_loss", "make_optimizer", "evaluate"]
+__all__ = [
+    "TrainResult",
+    "History",
+    "train",
+    "train_seeds",
+    "sampled_loss",
+    "make_optimizer",
+    "evaluate",
+    "trace_count",
+]
 
-LossFn = Callable[[object, jax.Array], jax.Array]
+LossFn = Callable[..., jax.Array]
+OPTIMIZERS = ("adam", "adamw", "sgd", "lbfgs")
+
+
+class History(NamedTuple):
+    """Parameters and metrics recorded during training (:func:`train` with ``record_every``).
+
+    Attributes:
+        steps: ``(R,)`` the step numbers of the records (``0`` = before the first update).
+        params: the parameter pytree with a leading ``(R,)`` axis on every leaf.
+        metrics: ``metrics(params)`` at each record, leaves with a leading ``(R,)`` axis (``None``
+            without a ``metrics`` function).
+    """
+
+    steps: np.ndarray
+    params: Any
+    metrics: Any
 
 
 class TrainResult(NamedTuple):
-    """Outcome of :func:`train`.
+    """Outcome of :func:`train` (for :func:`train_seeds`, every array has a leading seed axis).
 
     Attributes:
         params: the final parameters (those of the last finite step if the run diverged).
-        losses: ``(steps_done,)`` numpy array, the loss at each step before its update.
-        diverged: ``True`` if a non-finite loss or gradient stopped the run.
-        stopped_at: the step index at which the run stopped (``None`` if it completed).
+        losses: ``(steps_done,)`` the loss at each step, evaluated before its update.
+        diverged: ``True`` if a non-finite loss, gradient or parameter stopped the run.
+        stopped_at: the step at which the run stopped (``None`` if it completed).
         message: a human-readable summary.
+        history: a :class:`History`, or ``None`` without ``record_every``.
+        aux: with ``has_aux=True``, the auxiliary output of the loss at each step (leading
+            ``(steps_done,)`` axis), else ``None``.
     """
 
-    params: object
+    params: Any
     losses: np.ndarray
-    diverged: bool
-    stopped_at: int | None
+    diverged: Any
+    stopped_at: Any
     message: str
+    history: History | None = None
+    aux: Any = None
 
 
-def make_optimizer(name: str = "adam", learning_rate: float = 5e-4) -> optax.GradientTransformation:
-    """An optax optimiser by name: ``"adam"``, ``"adamw"``, ``"sgd"`` or ``"lbfgs"``.
+# ----------------------------------------------------------------------------------------------
+# Optimisers
+# ----------------------------------------------------------------------------------------------
 
-    ``"lbfgs"`` uses optax's zoom line search (``learning_rate`` is ignored) and needs a
-    deterministic loss: use it with an exact risk or ``fixed_key=True`` in :func:`train`.
-    """
-    if name not in ("adam", "adamw", "sgd", "lbfgs"):
-        raise ValueError(f"name must be one of 'adam', 'adamw', 'sgd', 'lbfgs', got {name!r}")
+
+def _base(name: str, lr) -> optax.GradientTransformation:
     if name == "lbfgs":
         return optax.lbfgs()
-    learning_rate = v.nonneg_float("learning_rate", learning_rate)
-    if learning_rate == 0:
-        raise ValueError("learning_rate must be > 0, got 0")
-    return {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[name](learning_rate)
+    return {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[name](lr)
 
 
-def sampled_loss(
-    predict: Callable[[object, TaskBatch], jax.Array], prior: Prior, C: int, batch: int
-) -> LossFn:
-    """The Monte Carlo ICL risk: a fresh batch of ``batch`` prompts from ``key`` at each call.
+def _check_lr(name: str, lr) -> float:
+    lr = v.nonneg_float(name, lr)
+    if lr == 0:
+        raise ValueError(f"{name} must be > 0, got 0")
+    return lr
+
+
+def _build(name: str, lr) -> optax.GradientTransformation:
+    """The optax transformation for ``name`` with learning rate(s) ``lr`` (a scalar or a dict)."""
+    if isinstance(lr, dict):
+        groups = tuple(sorted(lr))
+
+        def labels(params):
+            return {k: k for k in params}
+
+        return optax.multi_transform({g: _base(name, lr[g]) for g in groups}, labels)
+    return _base(name, lr)
+
+
+def make_optimizer(
+    name: str = "adam", learning_rate: float | dict = 5e-4
+) -> optax.GradientTransformation:
+    """An optax optimiser by name: ``"adam"``, ``"adamw"``, ``"sgd"`` or ``"lbfgs"``.
 
     Args:
-        predict: ``predict(params, tasks) -> (B,)`` predictions of the query labels.
-        prior: task distribution.
-        C: context length.
-        batch: prompts per step.
-
-    Returns:
-        ``loss(params, key) -> ()``, the mean squared error on the query.
+        name: the optimiser.
+        learning_rate: a rate ``> 0``, or a dict ``{group: rate}`` giving each top-level entry of a
+            parameter dict its own rate (``optax.multi_transform``). Ignored by ``"lbfgs"``, which
+            uses optax's zoom line search and needs a deterministic loss (an exact risk, or
+            ``fixed_key=True`` in :func:`train`).
     """
-    C = v.positive_int("C", C)
-    batch = v.positive_int("batch", batch)
-    if not isinstance(prior, Prior):
-        raise ValueError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    return _build(name, _lr_spec(learning_rate))
 
-    def loss(params, key):
-        tasks = sample_tasks(key, prior, C, batch)
-        return mse(predict(params, tasks), tasks.y_target)
 
-    return loss
+def _lr_spec(learning_rate):
+    if isinstance(learning_rate, dict):
+        if not learning_rate:
+            raise ValueError("learning_rate must be a number > 0 or a non-empty dict {group: rate}")
+        return {str(k): _check_lr(f"learning_rate[{k!r}]", r) for k, r in learning_rate.items()}
+    return _check_lr("learning_rate", learning_rate)
+
+
+# ----------------------------------------------------------------------------------------------
+# The compiled chunk, cached
+# ----------------------------------------------------------------------------------------------
+
+_RUNNERS: dict = {}
+_TRACES = [0]
+
+
+def trace_count() -> int:
+    """How many times the trainer's chunk function has been traced (= compiled) in this process.
+
+    A second :func:`train` call with the same loss function, optimiser and shapes adds nothing.
+    """
+    return _TRACES[0]
+
+
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
+    """The jitted chunk ``run(params, state, key, bad, start, end, lr, args)``, cached."""
+    cache_key = (loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics)
+    try:
+        return _RUNNERS[cache_key]
+    except KeyError:
+        pass
+    name_or_opt, lr_groups = opt_key
+    lbfgs = name_or_opt == "lbfgs"
+
+    def run(params, state, key, bad, start, end, lr, args):
+        _TRACES[0] += 1
+        if isinstance(name_or_opt, str):
+            opt = _build(name_or_opt, dict(zip(lr_groups, lr)) if lr_groups else lr)
+        else:
+            opt = name_or_opt
+
+        def value(p, k):
+            out = loss_fn(p, k, *args)
+            return out if has_aux else (out, None)
+
+        def step(carry, i):
+            params, state, bad = carry
+            k = key if fixed_key else jax.random.fold_in(key, i)
+            (loss, aux), grads = jax.value_and_grad(value, has_aux=True)(params, k)
+            if lbfgs:
+                updates, new_state = opt.update(
+                    grads, state, params, value=loss, grad=grads,
+                    value_fn=lambda p: value(p, k)[0],
+                )
+            else:
+                updates, new_state = opt.update(grads, state, params)
+            new_params = optax.apply_updates(params, updates)
+            finite = jnp.isfinite(loss) & _all_finite(grads) & _all_finite(new_params)
+            live = i < end  # steps past `end` (the tail of the last chunk) are no-ops
+            ok = finite & ~bad & live
+            keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
+            bad = bad | (~finite & live)
+            return (keep(new_params, params), keep(new_state, state), bad), (
+                jnp.where(bad, jnp.nan, loss),
+                aux,
+            )
+
+        def group(carry, g):
+            carry, out = jax.lax.scan(step, carry, start + g * every + jnp.arange(every))
+            rec = (carry[0], metrics(carry[0]) if metrics is not None else None)
+            return carry, (out, rec)
+
+        (params, state, bad), ((losses, aux), rec) = jax.lax.scan(
+            group, (params, state, bad), jnp.arange(chunk // every)
+        )
+        flat = lambda x: x.reshape((chunk,) + x.shape[2:])
+        return params, state, bad, flat(losses), jax.tree_util.tree_map(flat, aux), rec
+
+    fn = jax.jit(run)
+    _RUNNERS[cache_key] = fn
+    return fn
+
+
+def _resolve(optimizer, learning_rate):
+    """``(opt_key, optimizer object, lr pytree, is_lbfgs)`` for the cache."""
+    if isinstance(optimizer, str):
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+        lr = _lr_spec(learning_rate)
+        groups = tuple(sorted(lr)) if isinstance(lr, dict) else ()
+        lr_tree = tuple(jnp.float32(lr[g]) for g in groups) if groups else jnp.float32(lr)
+        return (optimizer, groups), _build(optimizer, lr), lr_tree, optimizer == "lbfgs"
+    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(
+            f"optimizer must be an optax GradientTransformation or one of {OPTIMIZERS}, "
+            f"got {type(optimizer).__name__}"
+        )
+    return (optimizer, ()), optimizer, jnp.float32(0.0), _is_lbfgs(optimizer)
 
 
 def _is_lbfgs(opt) -> bool:
-    # optax.lbfgs's state holds a linesearch state; detect it from the init structure.
     try:
         state = opt.init({"x": jnp.zeros(1)})
-    except Exception:  # pragma: no cover
+    except Exception:  # pragma: no cover - an exotic transformation
         return False
-    return any("ScaleByZoomLinesearchState" in type(s).__name__ or "Linesearch" in type(s).__name__
-               for s in jax.tree_util.tree_leaves(state, is_leaf=lambda s: hasattr(s, "_fields")))
+    leaves = jax.tree_util.tree_leaves(state, is_leaf=lambda s: hasattr(s, "_fields"))
+    return any("Linesearch" in type(s).__name__ for s in leaves)
 
 
-def _make_chunk(loss_fn: LossFn, opt, chunk: int, fixed_key: bool, lbfgs: bool):
-    value_and_grad = jax.value_and_grad(loss_fn)
+def _check_key(name: str, key) -> None:
+    dt = getattr(key, "dtype", None)
+    ok = dt is not None and (
+        jax.dtypes.issubdtype(dt, jax.dtypes.prng_key)
+        or (dt == np.uint32 and getattr(key, "shape", ())[-1:] == (2,))
+    )
+    if not ok:
+        raise TypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {key!r:.60}")
 
-    def step(carry, i):
-        params, state, key, bad, end = carry
-        k = key if fixed_key else jax.random.fold_in(key, i)
-        loss, grads = value_and_grad(params, k)
-        if lbfgs:
-            updates, new_state = opt.update(
-                grads, state, params, value=loss, grad=grads, value_fn=lambda p: loss_fn(p, k)
-            )
-        else:
-            updates, new_state = opt.update(grads, state, params)
-        new_params = optax.apply_updates(params, updates)
-        finite = jnp.isfinite(loss) & jnp.all(
-            jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)])
+
+def _check_deterministic(loss_fn, params, key, args, has_aux) -> None:
+    """L-BFGS on a stochastic loss gives meaningless line searches: refuse it."""
+    a, b = (loss_fn(params, jax.random.fold_in(key, i), *args) for i in (0, 1))
+    if has_aux:
+        a, b = a[0], b[0]
+    if not np.array_equal(np.asarray(a), np.asarray(b)):
+        raise ValueError(
+            "optimizer 'lbfgs' needs a deterministic loss, but loss_fn gives different values for "
+            "different keys: use an exact risk, or fixed_key=True (one fixed batch)"
         )
-        finite = finite & jnp.all(
-            jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
-        )
-        ok = finite & ~bad & (i < end)  # steps past `end` (the tail of the last chunk) are no-ops
-        keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
-        params = keep(new_params, params)
-        state = keep(new_state, state)
-        bad = bad | (~finite & (i < end))
-        return (params, state, key, bad, end), jnp.where(bad, jnp.nan, loss)
 
-    @jax.jit
-    def run_chunk(params, state, key, bad, start, end):
-        (params, state, _, bad, _), losses = jax.lax.scan(
-            step, (params, state, key, bad, end), start + jnp.arange(chunk)
-        )
-        return params, state, bad, losses
 
-    return run_chunk
+def _chunking(steps: int, chunk, record_every) -> tuple[int, int]:
+    if record_every is None:
+        every = min(steps, 500) if chunk is None else v.positive_int("chunk", chunk)
+        return every, every
+    every = v.positive_int("record_every", record_every)
+    if chunk is None:
+        chunk = every * max(1, min(steps, 500) // every)
+    else:
+        chunk = v.positive_int("chunk", chunk)
+        if chunk % every:
+            raise ValueError(f"chunk must be a multiple of record_every = {every}, got {chunk}")
+    return chunk, every
+
+
+def _stack(records: list):
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *records)
+
+
+def _host(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
 
 
 def train(
@@ -147,125 +307,266 @@ def train(
     *,
     steps: int,
     optimizer: optax.GradientTransformation | str = "adam",
-    learning_rate: float = 5e-4,
+    learning_rate: float | dict = 5e-4,
+    args: tuple = (),
+    has_aux: bool = False,
+    record_every: int | None = None,
+    metrics: Callable | None = None,
     chunk: int | None = None,
     fixed_key: bool = False,
     progress: bool | None = None,
     desc: str = "train",
 ) -> TrainResult:
-    """Minimise ``loss_fn(params, key)`` with an optax optimiser.
+    """Minimise ``loss_fn(params, key, *args)`` with an optax optimiser.
 
     Args:
-        loss_fn: ``loss_fn(params, key) -> ()``; step ``i`` gets ``jax.random.fold_in(key, i)``.
+        loss_fn: ``loss_fn(params, key, *args) -> ()`` (or ``-> ((), aux)`` with ``has_aux``); step
+            ``i`` gets ``jax.random.fold_in(key, i)``. Pass the same function object to reuse the
+            compilation across calls.
         params: initial parameter pytree.
         key: PRNG key of the data stream.
         steps: number of optimiser steps, ``>= 1``.
-        optimizer: an optax transformation, or a name for :func:`make_optimizer`.
-        learning_rate: used when ``optimizer`` is a name.
-        chunk: steps per jitted ``lax.scan`` chunk (default: ``min(steps, 500)``).
+        optimizer: ``"adam"``, ``"adamw"``, ``"sgd"``, ``"lbfgs"`` or an optax transformation.
+        learning_rate: with a named optimiser, a rate ``> 0`` or a dict ``{group: rate}`` over the
+            top-level keys of a parameter dict. Traced: changing it does not recompile.
+        args: extra arguments of ``loss_fn`` (arrays or pytrees, traced: a sweep over values of the
+            same shapes compiles once).
+        has_aux: ``loss_fn`` returns ``(loss, aux)``; ``aux`` of every step is returned stacked.
+        record_every: record parameters (and ``metrics``) at steps ``0, k, 2k, ..., steps``.
+        metrics: ``metrics(params) -> pytree`` (jittable), evaluated at the recorded steps. Pass
+            the same function object across calls to reuse the compilation.
+        chunk: steps per jitted ``lax.scan`` chunk (default about 500; a multiple of
+            ``record_every``).
         fixed_key: use the same ``key`` at every step (one fixed batch, as for L-BFGS).
         progress: show a tqdm bar on stderr; default: when ``steps >= 2000``.
         desc: label of the progress bar.
 
     Returns:
-        A :class:`TrainResult`. A non-finite loss or gradient stops the run; ``diverged`` is then
-        ``True`` and ``message`` says at which step.
+        A :class:`TrainResult`. A non-finite loss, gradient or parameter stops the run; ``diverged``
+        is then ``True`` and ``message`` says at which step.
+
+    Raises:
+        ValueError: bad sizes or rates, ``"lbfgs"`` with a stochastic loss.
+        TypeError: ``key`` not a PRNG key, ``optimizer`` not an optimiser.
     """
     steps = v.positive_int("steps", steps)
-    opt = make_optimizer(optimizer, learning_rate) if isinstance(optimizer, str) else optimizer
-    if not hasattr(opt, "init") or not hasattr(opt, "update"):
-        raise ValueError(f"optimizer must be an optax GradientTransformation or a name, got {optimizer!r}")
-    chunk = min(steps, 500) if chunk is None else v.positive_int("chunk", chunk)
-    lbfgs = _is_lbfgs(opt)
-    run_chunk = _make_chunk(loss_fn, opt, chunk, fixed_key, lbfgs)
+    _check_key("key", key)
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    args = tuple(args)
+    opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
+    chunk, every = _chunking(steps, chunk, record_every)
+    if lbfgs and not fixed_key:
+        _check_deterministic(loss_fn, params, key, args, has_aux)
+    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux,
+                  metrics if record_every is not None else None)
     state = opt.init(params)
     bad = jnp.array(False)
+    records = []
+    if record_every is not None:
+        m0 = jax.jit(metrics)(params) if metrics is not None else None
+        records.append((np.zeros(1, int), _host(jax.tree_util.tree_map(lambda x: x[None], params)),
+                        _host(jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], m0))))
     show = (steps >= 2000) if progress is None else bool(progress)
     bar = None
     if show:
         from tqdm import tqdm
 
         bar = tqdm(total=steps, desc=desc, file=sys.stderr, leave=False)
-    losses: list[np.ndarray] = []
-    done = 0
-    stopped_at = None
+    losses, auxes = [], []
+    done, stopped_at = 0, None
     try:
         while done < steps:
-            params, state, bad, l = run_chunk(params, state, key, bad, jnp.asarray(done), jnp.asarray(steps))
-            l = np.asarray(l)
+            params, state, bad, ls, aux, rec = run(
+                params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
+            )
+            ls = np.asarray(ls)
             n = min(chunk, steps - done)
             if bool(bad):
-                first = int(np.argmax(~np.isfinite(l)))
-                losses.append(l[:first])
-                stopped_at = done + first
-                break
-            losses.append(l[:n])
-            done += n
+                n = int(np.argmax(~np.isfinite(ls)))
+                stopped_at = done + n
+            losses.append(ls[:n])
+            if has_aux:
+                auxes.append(_host(jax.tree_util.tree_map(lambda x: x[:n], aux)))
+            if record_every is not None:
+                at = done + every * np.arange(1, chunk // every + 1)
+                keep = (at - every < done + n) if stopped_at is None else (at <= stopped_at)
+                rec = _host(rec)
+                records.append((np.minimum(at, steps)[keep],
+                                jax.tree_util.tree_map(lambda x: x[keep], rec[0]),
+                                jax.tree_util.tree_map(lambda x: x[keep], rec[1])))
             if bar is not None:
                 bar.update(n)
+            if stopped_at is not None:
+                break
+            done += n
     finally:
         if bar is not None:
             bar.close()
+    history = None
+    if records:
+        st, ps, ms = (_stack([r[i] for r in records]) for i in range(3))
+        history = History(st, ps, ms if metrics is not None else None)
+    aux_all = _stack(auxes) if has_aux and auxes else None
     all_losses = np.concatenate(losses) if losses else np.zeros(0)
     if stopped_at is not None:
-        msg = (f"diverged: non-finite loss or gradient at step {stopped_at} of {steps}; "
+        msg = (f"diverged: non-finite loss, gradient or parameter at step {stopped_at} of {steps}; "
                f"returning the parameters of step {stopped_at}")
-        return TrainResult(params, all_losses, True, stopped_at, msg)
-    return TrainResult(params, all_losses, False, None, f"completed {steps} steps")
+        return TrainResult(params, all_losses, True, stopped_at, msg, history, aux_all)
+    return TrainResult(params, all_losses, False, None, f"completed {steps} steps", history,
+                       aux_all)
 
 
 def train_seeds(
     loss_fn: LossFn,
-    init_fn: Callable[[jax.Array], object],
+    init_fn: Callable[[jax.Array], Any] | Model,
     keys: jax.Array,
     *,
     steps: int,
     optimizer: optax.GradientTransformation | str = "adam",
-    learning_rate: float = 5e-4,
+    learning_rate: float | dict = 5e-4,
+    args: tuple = (),
+    has_aux: bool = False,
+    record_every: int | None = None,
+    metrics: Callable | None = None,
     chunk: int | None = None,
-) -> tuple[object, np.ndarray, np.ndarray]:
-    """Train one model per key, vectorised with ``vmap`` (pays off on a GPU).
+    fixed_key: bool = False,
+) -> TrainResult:
+    """Train one model per key, vectorised with ``vmap`` (every optimiser, L-BFGS included).
 
-    Args:
-        loss_fn: as in :func:`train`.
-        init_fn: ``init_fn(key) -> params``.
-        keys: ``(S,)`` PRNG keys; seed ``s`` initialises with ``fold_in(keys[s], 0)`` and draws data
-            with ``fold_in(keys[s], 1)``.
-        steps, optimizer, learning_rate, chunk: as in :func:`train`.
+    Seed ``s`` initialises with ``init_fn(fold_in(keys[s], 0))`` and draws its data with
+    ``fold_in(keys[s], 1)``. The arguments are those of :func:`train`; ``init_fn`` may be a
+    :class:`~iclgd.models.Model`.
 
     Returns:
-        ``(params, losses, diverged)``: stacked params with a leading ``(S,)`` axis, ``(S, steps)``
-        losses (NaN after a seed diverged), ``(S,)`` booleans.
+        A :class:`TrainResult` whose arrays have a leading ``(S,)`` seed axis: ``params``,
+        ``losses (S, steps)`` (NaN after a seed diverged), ``diverged (S,)`` booleans,
+        ``stopped_at (S,)`` (``-1`` for a completed seed), ``history`` with ``(S, R, ...)`` leaves.
+        A diverged seed does not stop the others.
     """
     steps = v.positive_int("steps", steps)
-    if keys.ndim != 1:
-        raise ValueError(f"keys must have shape (S,) (a batch of PRNG keys), got shape {tuple(keys.shape)}")
-    opt = make_optimizer(optimizer, learning_rate) if isinstance(optimizer, str) else optimizer
-    chunk = min(steps, 500) if chunk is None else v.positive_int("chunk", chunk)
-    run_chunk = _make_chunk(loss_fn, opt, chunk, False, False)
+    _check_key("keys", keys[0] if getattr(keys, "ndim", 0) >= 1 else keys)
+    if keys.ndim != 1 and not (keys.dtype == np.uint32 and keys.ndim == 2):
+        raise ValueError(f"keys must be a batch of PRNG keys of shape (S,), got {keys.shape}")
+    init = init_fn.init if isinstance(init_fn, Model) else init_fn
+    args = tuple(args)
+    opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
+    chunk, every = _chunking(steps, chunk, record_every)
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    params = jax.vmap(init_fn)(init_keys)
+    params = jax.vmap(init)(init_keys)
+    if lbfgs and not fixed_key:
+        first = jax.tree_util.tree_map(lambda x: x[0], params)
+        _check_deterministic(loss_fn, first, data_keys[0], args, has_aux)
+    met = metrics if record_every is not None else None
+    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
+    vrun = _vmapped(run)
     state = jax.vmap(opt.init)(params)
-    bad = jnp.zeros(keys.shape[0], dtype=bool)
-    vchunk = jax.jit(jax.vmap(run_chunk, in_axes=(0, 0, 0, 0, None, None)))
-    out = []
+    S = int(keys.shape[0])
+    bad = jnp.zeros(S, dtype=bool)
+    records = []
+    if record_every is not None:
+        m0 = jax.jit(jax.vmap(metrics))(params) if metrics is not None else None
+        records.append((np.zeros(1, int), _host(jax.tree_util.tree_map(lambda x: x[:, None], params)),
+                        _host(jax.tree_util.tree_map(lambda x: x[:, None], m0))))
+    losses, auxes = [], []
     done = 0
     while done < steps:
-        params, state, bad, l = vchunk(params, state, data_keys, bad, jnp.asarray(done), jnp.asarray(steps))
+        params, state, bad, ls, aux, rec = vrun(
+            params, state, data_keys, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
+        )
         n = min(chunk, steps - done)
-        out.append(np.asarray(l)[:, :n])
+        losses.append(np.asarray(ls)[:, :n])
+        if has_aux:
+            auxes.append(_host(jax.tree_util.tree_map(lambda x: x[:, :n], aux)))
+        if record_every is not None:
+            at = done + every * np.arange(1, chunk // every + 1)
+            keep = at - every < done + n
+            rec = _host(rec)
+            records.append((np.minimum(at, steps)[keep],
+                            jax.tree_util.tree_map(lambda x: x[:, keep], rec[0]),
+                            jax.tree_util.tree_map(lambda x: x[:, keep], rec[1])))
         done += n
-    return params, np.concatenate(out, axis=1), np.asarray(bad)
+    all_losses = np.concatenate(losses, axis=1)
+    diverged = np.asarray(bad)
+    stopped = np.where(diverged, np.argmax(~np.isfinite(all_losses), axis=1), -1)
+    history = None
+    if records:
+        cat = lambda *xs: np.concatenate(xs, axis=1)
+        ps = jax.tree_util.tree_map(cat, *[r[1] for r in records])
+        ms = jax.tree_util.tree_map(cat, *[r[2] for r in records]) if metrics is not None else None
+        history = History(np.concatenate([r[0] for r in records]), ps, ms)
+    aux_all = None
+    if has_aux and auxes:
+        aux_all = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=1), *auxes)
+    n_bad = int(diverged.sum())
+    msg = f"completed {steps} steps, {S} seeds" + (f"; {n_bad} diverged" if n_bad else "")
+    return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all)
 
 
-def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10) -> tuple[float, float]:
+_VMAPPED: dict = {}
+
+
+def _vmapped(run):
+    try:
+        return _VMAPPED[run]
+    except KeyError:
+        fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, None, None, None, None)))
+        _VMAPPED[run] = fn
+        return fn
+
+
+# ----------------------------------------------------------------------------------------------
+# Losses and evaluation
+# ----------------------------------------------------------------------------------------------
+
+
+def sampled_loss(
+    model: Model | Callable[[Any, TaskBatch], jax.Array], prior: Prior | None, C: int, batch: int
+) -> LossFn:
+    """The Monte Carlo ICL risk: a fresh batch of ``batch`` prompts from ``key`` at each call.
+
+    Args:
+        model: a :class:`~iclgd.models.Model`, or ``predict(params, tasks) -> (B,)``.
+        prior: the task distribution; ``None`` makes the prior an argument of the loss,
+            ``loss(params, key, prior)``, so that :func:`train` with ``args=(prior,)`` trains every
+            prior of a sweep with one compilation.
+        C: context length.
+        batch: prompts per step.
+
+    Returns:
+        ``loss(params, key) -> ()`` (or ``loss(params, key, prior)``), the mean squared error of the
+        query predictions.
+    """
+    C = v.positive_int("C", C)
+    batch = v.positive_int("batch", batch)
+    predict = model.predict if isinstance(model, Model) else model
+    if not callable(predict):
+        raise TypeError(f"model must be an iclgd Model or a predict function, got {model!r:.60}")
+    if prior is not None and not isinstance(prior, Prior):
+        raise TypeError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
+
+    def loss_with_prior(params, key, prior):
+        tasks = sample_tasks(key, prior, C, batch)
+        return mse(predict(params, tasks), tasks.y_target)
+
+    if prior is None:
+        return loss_with_prior
+
+    def loss(params, key):
+        return loss_with_prior(params, key, prior)
+
+    return loss
+
+
+def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args: tuple = ()):
     """Monte Carlo estimate of a sampled loss over ``n_batches`` fresh batches.
 
     Returns:
-        ``(mean, standard_error)`` over the batches.
+        ``(mean, standard_error)`` over the batches, as floats.
     """
     n_batches = v.positive_int("n_batches", n_batches, 2)
+    _check_key("key", key)
     keys = jax.random.split(key, n_batches)
-    vals = np.asarray(jax.lax.map(lambda k: loss_fn(params, k), keys))
+    vals = np.asarray(jax.lax.map(lambda k: loss_fn(params, k, *args), keys))
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches))

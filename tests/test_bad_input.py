@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import baselines, config, lsa, tasks
+from iclgd import baselines, config, tasks
+from iclgd.models import lsa
 from iclgd import training as train
 
 KEY = jax.random.key(0)
@@ -48,13 +49,11 @@ CASES = [
     ("gd_weights w0 not a vector", lambda: lsa.gd_weights(jnp.ones((2, 2)), 0.1), r"w0 must have shape \(d,\)"),
     ("gd_weights eta NaN", lambda: lsa.gd_weights(jnp.ones(2), float("nan")), r"eta must be a finite number"),
     ("yq-LSA w wrong shape", lambda: lsa.yq_lsa_predict({"attn": lsa.init_lsa(KEY, 3), "w": jnp.ones(2)}, TB), r"params\['w'\] must have shape \(3,\)"),
-    ("mse shape mismatch", lambda: lsa.mse(jnp.zeros(3), jnp.zeros(4)), r"pred and target must have the same shape"),
+    ("mse shape mismatch", lambda: iclgd.mse(jnp.zeros(3), jnp.zeros(4)), r"pred and target must have the same shape"),
     ("gd_one_step X 2-D", lambda: baselines.gd_one_step(TB.X[0], TB.y, TB.x_q, jnp.zeros(3), 0.1), r"X must have shape \(B, C, d\)"),
     ("gd_one_step y mismatched", lambda: baselines.gd_one_step(TB.X, TB.y[:, :2], TB.x_q, jnp.zeros(3), 0.1), r"y must have shape \(2, 4\)"),
     ("gd_one_step w0 mismatched", lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, jnp.zeros(2), 0.1), r"w0 must have shape \(3,\) or \(2, 3\)"),
-    ("gd risk w0 wrong", lambda: baselines.gd_one_step_risk(PRIOR, 4, 0.1, jnp.zeros(5)), r"w0 must have shape \(3,\)"),
-    ("gd risk C = 0", lambda: baselines.gd_optimal_eta(PRIOR, 0), r"C must be an integer >= 1"),
-    ("ridge lam = 0", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, 0.0), r"lam must be > 0"),
+    ("ridge reg < 0", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, -1.0), r"reg must be a finite number >= 0"),
     ("bayes prior of other d", lambda: baselines.bayes_posterior_mean(TB, tasks.make_prior(2)), r"prior must have dimension d = 3"),
     ("unknown optimizer", lambda: train.make_optimizer("rmsprop"), r"name must be one of"),
     ("learning rate 0", lambda: train.make_optimizer("adam", 0.0), r"learning_rate must be > 0"),

@@ -1,4 +1,4 @@
-"""Tests of iclgd.linear_transformer (Part III, Ahn et al. 2023)."""
+"""Tests of iclgd.models.linear_transformer (Part III, Ahn et al. 2023)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from iclgd import linear_transformer as lt
+from iclgd.models import linear_transformer as lt
 from iclgd.tasks import TaskBatch, embed, embed_zero_query
 
 RTOL = 1e-10

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from iclgd import representation as R
-from iclgd import softmax as S
+from iclgd.baselines import ridge_weights
+from iclgd.models import softmax as S
+
 
 K, D, M, N, TAU = 12, 5, 4, 3, 0.1
 
@@ -137,7 +139,7 @@ def test_ridge_interpolates_as_tau_to_zero():
         np.testing.assert_allclose(lam @ Z, y, atol=1e-4)  # Z^T lam = y
     # reg = 0 gives the minimum-norm interpolant Z (Z^T Z)^{-1} y = pinv(Z^T) y
     np.testing.assert_allclose(
-        R.ridge_regression(Z, y, 0.0), (np.linalg.pinv(np.asarray(Z).T) @ np.asarray(y).T).T, atol=1e-4
+        ridge_weights(Z.T, y, 0.0), (np.linalg.pinv(np.asarray(Z).T) @ np.asarray(y).T).T, atol=1e-4
     )
 
 
@@ -211,9 +213,9 @@ def test_bad_ridge_inputs():
     with pytest.raises(ValueError, match=r"y must have shape \(B, 4\)"):
         R.ridge_eq20(Z, jnp.ones((2, 3)), 0.1)
     with pytest.raises(ValueError, match="reg must be a finite number >= 0"):
-        R.ridge_regression(Z, jnp.ones((2, 4)), -1.0)
+        ridge_weights(Z.T, jnp.ones((2, 4)), -1.0)
     with pytest.raises(ValueError, match="singular"):
-        R.ridge_regression(jnp.zeros((3, 2)), jnp.ones((1, 2)), 0.0)
+        ridge_weights(jnp.zeros((3, 2)).T, jnp.ones((1, 2)), 0.0)
 
 
 def test_bad_spec_and_batch(spec):

@@ -21,8 +21,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from . import _validate as v
-from .tasks import TaskBatch, embed
+from .. import _validate as v
+from ..tasks import TaskBatch, embed
 
 __all__ = [
     "init_lsa",
@@ -32,7 +32,8 @@ __all__ = [
     "init_yq_lsa",
     "yq_lsa_predict",
     "lsa_reduced",
-    "mse",
+    "ltb_predict",
+    "ltb_from_yq_lsa",
 ]
 
 _KEYS = ("WK", "WQ", "WV", "WP")
@@ -201,8 +202,69 @@ def yq_lsa_predict(params: dict, tasks: TaskBatch) -> jax.Array:
     return lsa_predict(params["attn"], embed(tasks, tasks.x_q @ params["w"]))
 
 
-def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
-    """Mean squared error ``mean((pred - target)^2)`` over the batch; both ``(B,)``."""
-    if pred.shape != target.shape:
-        raise ValueError(f"pred and target must have the same shape, got {tuple(pred.shape)} and {tuple(target.shape)}")
-    return jnp.mean((pred - target) ** 2)
+# ----------------------------------------------------------------------------------------------
+# The linear transformer block of Xie et al. eq. 30 (Lemma 3)
+# ----------------------------------------------------------------------------------------------
+
+
+def ltb_predict(params: dict, E: jax.Array) -> jax.Array:
+    """Prediction of a one-head linear transformer block (Xie et al. eq. 30, Zhang et al. 2024).
+
+    ``f(E) = [W_2^T W_1 (E + (1/C) W^P W^V E W^M E^T (W^K)^T W^Q E)]_{-1,-1}``: an LSA layer followed
+    by a linear MLP.
+
+    Args:
+        params: ``{"W1", "W2", "WP", "WV", "WK", "WQ"}``, each ``(d+1, d+1)``.
+        E: ``(B, d+1, C+1)`` embeddings.
+
+    Returns:
+        ``(B,)`` predictions.
+    """
+    D, C = _check_E(E)
+    keys = ("W1", "W2", "WP", "WV", "WK", "WQ")
+    if not isinstance(params, dict) or any(k not in params for k in keys):
+        raise ValueError(f"params must be a dict with keys {keys} (see ltb_from_yq_lsa)")
+    for k in keys:
+        v.shape(f"params[{k!r}]", params[k], (D, D), f"({D}, {D})")
+    EM = E * jnp.concatenate([jnp.ones(C), jnp.zeros(1)])  # E W^M
+    p = params
+    attn = p["WP"] @ p["WV"] @ EM @ jnp.swapaxes(E, -1, -2) @ p["WK"].T @ p["WQ"] @ E / C
+    return (p["W2"].T @ p["W1"] @ (E + attn))[:, -1, -1]
+
+
+def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False) -> dict:
+    """Weights of a linear transformer block that computes a one-head y_q-LSA (Xie et al. Lemma 3).
+
+    With ``W_1 = [[I, w], [w^T, c]]`` (any ``c != ||w||^2``), ``W_2 = I`` and
+    ``W_3 = [[I, 0], [w^T, 0]]`` (so that ``W_3 E_0 = E_w`` on the query column only), the block fed
+    ``y_q = 0`` returns the y_q-LSA prediction for every prompt when
+    ``W^P <- W_1^{-1} W^P``, ``W^Q <- W^Q W_3`` and ``W^K, W^V`` unchanged (the corrected
+    construction). ``paper=True`` also multiplies ``W^K`` and ``W^V`` by ``W_3``, as the paper prints
+    it; that block equals y_q-LSA only on prompts whose labels satisfy ``y = X w``.
+
+    Args:
+        params: one-head y_q-LSA parameters ``{"attn": LSA params with H = 1, "w": (d,)}``.
+        c: the free entry of ``W_1``; default ``||w||^2 + 1``.
+        paper: build the paper's (incorrect) construction instead.
+
+    Returns:
+        ``{"W1", "W2", "WP", "WV", "WK", "WQ"}`` for :func:`ltb_predict`.
+    """
+    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
+        raise ValueError("params must be a dict {'attn': LSA params, 'w': (d,)} (see init_yq_lsa)")
+    H, D = _check_params(params["attn"])
+    if H != 1:
+        raise ValueError(f"params['attn'] must have one head (H = 1), got H = {H}")
+    a = {k: val[0] for k, val in params["attn"].items()}
+    w = jnp.asarray(v.shape("params['w']", params["w"], (D - 1,), f"({D - 1},)"))
+    d = D - 1
+    c = float(w @ w) + 1.0 if c is None else v.finite_float("c", c)
+    if abs(c - float(w @ w)) < 1e-12 * (1.0 + abs(c)):
+        raise ValueError(f"c must differ from ||w||^2 = {float(w @ w):.6g} (W_1 is singular there)")
+    W1 = jnp.eye(D).at[:d, d].set(w).at[d, :d].set(w).at[d, d].set(c)
+    W3 = jnp.zeros((D, D)).at[:d, :d].set(jnp.eye(d)).at[d, :d].set(w)
+    out = {"W1": W1, "W2": jnp.eye(D), "WP": jnp.linalg.solve(W1, a["WP"]), "WQ": a["WQ"] @ W3,
+           "WK": a["WK"], "WV": a["WV"]}
+    if paper:
+        out["WK"], out["WV"] = a["WK"] @ W3, a["WV"] @ W3
+    return out

@@ -1,0 +1,195 @@
+"""One interface for every model family of the book.
+
+A :class:`Model` is a pair of pure functions, like an optax ``GradientTransformation``::
+
+    model = iclgd.models.lsa_model(d=10, H=1)    # Part I, multi-head LSA, y_q = 0
+    params = model.init(jax.random.key(0))       # a parameter pytree
+    pred = model.predict(params, tasks)          # (B,) predictions of the query labels
+
+Every family has a factory with keyword configuration, ``H`` for heads and ``L`` for layers:
+
+* :func:`lsa_model` -- multi-head LSA, Xie et al. eq. 3-6; batch: :class:`~iclgd.tasks.TaskBatch`.
+* :func:`yq_lsa_model` -- y_q-LSA, Xie et al. Definition 3; batch: :class:`~iclgd.tasks.TaskBatch`.
+* :func:`linear_transformer_model` -- Ahn et al. eq. 4, 9, 13; batch: :class:`~iclgd.tasks.TaskBatch`.
+* :func:`softmax_attention_model` -- Yang et al. eq. 5-8; batch:
+  :class:`~iclgd.representation.RepresentationBatch`.
+* :func:`transformer_model` -- Yang et al. Sec. 4 (pre-LN); batch:
+  :class:`~iclgd.representation.RepresentationBatch`.
+
+Part I and III models return ``(B,)`` predictions of the query label; Part II models return ``(B, K)``
+predictions of every token's label. The lower-level functions of each family (``lsa_predict(params,
+E)``, ``sparse_predict(params, Z0)``, ``softmax_predict(params, spec, y)``, ...) live in the family
+modules and take the parameters first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as v
+from ..representation import RepresentationBatch, RepresentationSpec, check_spec
+from ..tasks import TaskBatch, embed, embed_zero_query, linear_guess
+from . import linear_transformer as _lt
+from . import lsa as _lsa
+from . import softmax as _softmax
+from . import transformer as _transformer
+
+__all__ = [
+    "Model",
+    "lsa_model",
+    "yq_lsa_model",
+    "linear_transformer_model",
+    "softmax_attention_model",
+    "transformer_model",
+]
+
+
+class Model(NamedTuple):
+    """A model family member: ``init(key) -> params`` and ``predict(params, batch) -> predictions``.
+
+    Attributes:
+        init: ``init(key) -> params``, a parameter pytree drawn from the PRNG key.
+        predict: ``predict(params, batch) -> (B,)`` (Parts I, III) or ``(B, K)`` (Part II); pure and
+            jittable.
+        name: a short description, e.g. ``"lsa(d=10, H=1)"``.
+    """
+
+    init: Callable[[jax.Array], Any]
+    predict: Callable[[Any, Any], jax.Array]
+    name: str
+
+
+def _task_batch(batch) -> TaskBatch:
+    if not isinstance(batch, TaskBatch):
+        raise TypeError(f"batch must be an iclgd.tasks.TaskBatch, got {type(batch).__name__}")
+    return batch
+
+
+def _rep_batch(batch) -> RepresentationBatch:
+    if not isinstance(batch, RepresentationBatch):
+        raise TypeError(
+            f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}"
+        )
+    return batch
+
+
+def lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, guess=None, bias: float = 0.0) -> Model:
+    """Multi-head linear self-attention (Xie et al. eq. 3-6) with the initial guess
+    ``y_q = x_q^T guess + bias`` (§5.1.3; default ``y_q = 0``).
+
+    Parameters: ``{"WK", "WQ", "WV", "WP"}``, each ``(H, d+1, d+1)`` (:func:`~iclgd.models.lsa.init_lsa`).
+    """
+    d, H = v.positive_int("d", d), v.positive_int("H", H)
+    init_std = v.nonneg_float("init_std", init_std)
+    bias = v.finite_float("bias", bias)
+    if guess is not None:
+        guess = jnp.asarray(v.finite_array("guess", v.shape("guess", guess, (d,), f"({d},)")), float)
+
+    def predict(params, batch):
+        t = _task_batch(batch)
+        y_q = None if guess is None and bias == 0.0 else linear_guess(t.x_q, guess, bias)
+        return _lsa.lsa_predict(params, embed(t, y_q))
+
+    return Model(lambda key: _lsa.init_lsa(key, d, H, init_std), predict, f"lsa(d={d}, H={H})")
+
+
+def yq_lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, w=None) -> Model:
+    """y_q-LSA (Xie et al. Definition 3, eq. 11-12): LSA fed ``y_q = w^T x_q`` with ``w`` trained.
+
+    Parameters: ``{"attn": LSA parameters, "w": (d,)}`` (:func:`~iclgd.models.lsa.init_yq_lsa`).
+    """
+    d, H = v.positive_int("d", d), v.positive_int("H", H)
+    init_std = v.nonneg_float("init_std", init_std)
+
+    def predict(params, batch):
+        return _lsa.yq_lsa_predict(params, _task_batch(batch))
+
+    return Model(
+        lambda key: _lsa.init_yq_lsa(key, d, H, init_std, w), predict, f"yq_lsa(d={d}, H={H})"
+    )
+
+
+_FORMS = ("full", "pgd", "gdpp")
+
+
+def linear_transformer_model(d: int, L: int, *, form: str = "full", init_std: float = 0.01) -> Model:
+    """The ``L``-layer linear transformer of Ahn et al. on the zero-query embedding (eq. 1).
+
+    ``form``: ``"full"`` (eq. 4, ``{"P", "Q"}`` each ``(L, d+1, d+1)``), ``"pgd"`` (eq. 9, ``{"A"}``
+    ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}``: GD++). The prediction is
+    ``-[Z_L]_{d+1, n+1}`` (eq. 5).
+    """
+    d, L = v.positive_int("d", d), v.positive_int("L", L)
+    init_std = v.nonneg_float("init_std", init_std)
+    if form not in _FORMS:
+        raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
+    if form == "full":
+
+        def init(key):
+            return _lt.init_linear_transformer(key, d, L, init_std)
+
+        def predict(params, batch):
+            return _lt.linear_transformer_predict(params, embed_zero_query(_task_batch(batch)))
+
+    else:
+
+        def init(key):
+            return _lt.init_sparse(key, d, L, init_std, with_B=form == "gdpp")
+
+        def predict(params, batch):
+            return _lt.sparse_predict(params, embed_zero_query(_task_batch(batch)))
+
+    return Model(init, predict, f"linear_transformer(d={d}, L={L}, form={form!r})")
+
+
+def softmax_attention_model(spec: RepresentationSpec, H: int, *, beta: float = 1.0) -> Model:
+    """One-layer multi-head softmax attention of Yang et al. (eq. 5-8) on the task ``spec``.
+
+    Parameters: ``{"Q": (H, d, d), "w": (H, K)}``; predictions ``(B, K)`` for every token.
+    """
+    spec = check_spec(spec)
+    H = v.positive_int("H", H)
+    beta = v.nonneg_float("beta", beta)
+
+    def predict(params, batch):
+        return _softmax.softmax_predict(params, spec, _rep_batch(batch).y)
+
+    return Model(
+        lambda key: _softmax.init_softmax(key, spec.d, spec.K, H, beta),
+        predict,
+        f"softmax_attention(K={spec.K}, N={spec.N}, H={H})",
+    )
+
+
+def transformer_model(
+    spec: RepresentationSpec,
+    *,
+    d_model: int = 256,
+    H: int = 8,
+    d_ff: int = 512,
+    L: int = 4,
+    pos_encoding: str = "none",
+    prompt_keys_only: bool = False,
+) -> Model:
+    """The pre-LayerNorm transformer of Yang et al. Sec. 4 on the embedding ``E^T`` of ``spec``.
+
+    ``prompt_keys_only=True`` lets every position attend to the ``N`` prompt tokens only (as in eq. 5).
+    Predictions ``(B, K)`` for every token.
+    """
+    spec = check_spec(spec)
+    n_keys = spec.N if prompt_keys_only else None
+    K, d_in = spec.K, spec.d + 1
+
+    def init(key):
+        return _transformer.init_transformer(
+            key, d_in, d_model, H, d_ff, L, seq_len=K, pos_encoding=pos_encoding
+        )
+
+    def predict(params, batch):
+        E = _rep_batch(batch).E
+        return _transformer.transformer_predict(params, jnp.swapaxes(E, 1, 2), n_keys=n_keys)
+
+    return Model(init, predict, f"transformer(d_model={d_model}, H={H}, L={L})")

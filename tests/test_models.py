@@ -1,0 +1,101 @@
+"""Tests of the one model interface (iclgd.models): every family, init(key) / predict(params, batch)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import iclgd
+from iclgd import representation as R
+from iclgd.models import linear_transformer as lt
+from iclgd.models import lsa as lsa_mod
+from iclgd.models import softmax as sm
+from iclgd.models import transformer as tr
+
+D, C, B = 3, 6, 16
+TASKS = iclgd.sample_tasks(jax.random.key(0), iclgd.make_prior(D, mu=jnp.ones(D)), C, B)
+
+
+def _spec():
+    return R.make_representation_spec(jax.random.key(1), K=8, d=4, m=3, N=4, tau=0.1)
+
+
+def test_every_factory_has_the_same_verbs():
+    spec = _spec()
+    rb = R.sample_representation_tasks(jax.random.key(2), spec, B)
+    cases = [
+        (iclgd.models.lsa_model(D, H=2), TASKS, (B,)),
+        (iclgd.models.yq_lsa_model(D), TASKS, (B,)),
+        (iclgd.models.linear_transformer_model(D, 2), TASKS, (B,)),
+        (iclgd.models.linear_transformer_model(D, 2, form="pgd"), TASKS, (B,)),
+        (iclgd.models.linear_transformer_model(D, 2, form="gdpp"), TASKS, (B,)),
+        (iclgd.models.softmax_attention_model(spec, H=2), rb, (B, spec.K)),
+        (iclgd.models.transformer_model(spec, d_model=8, H=2, d_ff=8, L=1), rb, (B, spec.K)),
+    ]
+    for model, batch, shape in cases:
+        assert isinstance(model, iclgd.Model) and model.name
+        params = model.init(jax.random.key(3))
+        pred = jax.jit(model.predict)(params, batch)
+        assert pred.shape == shape, model.name
+        assert np.all(np.isfinite(np.asarray(pred)))
+        # same key, same parameters
+        same = model.init(jax.random.key(3))
+        assert all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(params),
+                                                         jax.tree_util.tree_leaves(same)))
+
+
+def test_factories_compute_the_family_functions():
+    g, c = jnp.array([0.5, -1.0, 2.0]), 0.3
+    m = iclgd.models.lsa_model(D, H=2, guess=g, bias=c)
+    p = m.init(jax.random.key(0))
+    ref = lsa_mod.lsa_predict(p, iclgd.embed(TASKS, TASKS.x_q @ g + c))
+    np.testing.assert_allclose(m.predict(p, TASKS), ref, rtol=1e-6)
+    m0 = iclgd.models.lsa_model(D)
+    p0 = m0.init(jax.random.key(0))
+    np.testing.assert_allclose(m0.predict(p0, TASKS), lsa_mod.lsa_output(p0, iclgd.embed(TASKS))[:, -1, -1],
+                               rtol=1e-5, atol=1e-6)
+    pgd = iclgd.models.linear_transformer_model(D, 3, form="pgd")
+    pa = pgd.init(jax.random.key(1))
+    np.testing.assert_allclose(pgd.predict(pa, TASKS),
+                               lt.preconditioned_gd(TASKS.X, TASKS.y, TASKS.x_q, pa["A"]), rtol=1e-4, atol=1e-5)
+    spec = _spec()
+    rb = R.sample_representation_tasks(jax.random.key(2), spec, B)
+    sa = iclgd.models.softmax_attention_model(spec, H=3)
+    ps = sa.init(jax.random.key(4))
+    np.testing.assert_allclose(sa.predict(ps, rb), sm.softmax_predict(ps, spec, rb.y))
+    tf = iclgd.models.transformer_model(spec, d_model=8, H=2, d_ff=8, L=1, prompt_keys_only=True)
+    pt = tf.init(jax.random.key(5))
+    np.testing.assert_allclose(tf.predict(pt, rb),
+                               tr.transformer_predict(pt, jnp.swapaxes(rb.E, 1, 2), n_keys=spec.N))
+
+
+def test_ltb_corrected_construction_equals_yq_lsa_and_the_papers_does_not():
+    d = 4
+    tasks = iclgd.sample_tasks(jax.random.key(0), iclgd.make_prior(d, mu=jnp.ones(d)), 8, 256)
+    params = iclgd.init_yq_lsa(jax.random.key(1), d, H=1, init_std=0.3, w=0.5 * jnp.ones(d))
+    ref = iclgd.yq_lsa_predict(params, tasks)
+    E0 = iclgd.embed(tasks)
+    fixed = lsa_mod.ltb_predict(lsa_mod.ltb_from_yq_lsa(params), E0)
+    paper = lsa_mod.ltb_predict(lsa_mod.ltb_from_yq_lsa(params, paper=True), E0)
+    scale = float(jnp.max(jnp.abs(ref)))
+    assert float(jnp.max(jnp.abs(fixed - ref))) < 1e-4 * scale
+    assert float(jnp.max(jnp.abs(paper - ref))) > 1e-2 * scale
+    with pytest.raises(ValueError, match="c must differ"):
+        lsa_mod.ltb_from_yq_lsa(params, c=float(params["w"] @ params["w"]))
+    with pytest.raises(ValueError, match="one head"):
+        lsa_mod.ltb_from_yq_lsa(iclgd.init_yq_lsa(jax.random.key(1), d, H=2))
+
+
+def test_bad_model_input():
+    with pytest.raises(TypeError, match="batch must be an iclgd.tasks.TaskBatch"):
+        iclgd.models.lsa_model(D).predict(iclgd.init_lsa(jax.random.key(0), D), TASKS.X)
+    with pytest.raises(ValueError, match="form must be one of"):
+        iclgd.models.linear_transformer_model(D, 2, form="dense")
+    with pytest.raises(ValueError, match=r"guess must have shape \(3,\)"):
+        iclgd.models.lsa_model(D, guess=jnp.ones(4))
+    with pytest.raises(ValueError, match="H must be an integer >= 1"):
+        iclgd.models.lsa_model(D, H=0)
+    with pytest.raises(TypeError, match="RepresentationBatch"):
+        spec = _spec()
+        m = iclgd.models.softmax_attention_model(spec, H=1)
+        m.predict(m.init(jax.random.key(0)), TASKS)
