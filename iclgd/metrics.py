@@ -2,16 +2,20 @@
 
 * :func:`mse` -- the mean squared error over a batch (every loss in iclgd is built from it; Part II's
   losses carry the paper's factor 1/2 in front of it).
-* :func:`cosine` -- cosine similarity along the last axis (App. C.2 of Xie et al. compares input
-  gradients with it).
+* :func:`cosine` -- cosine similarity along the last axis.
+* :func:`input_gradient` and :func:`compare_predictors` -- do two predictors compute the same
+  function? Xie et al. App. C.2 compares predictions and input gradients ``d f / d x_q``.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-__all__ = ["mse", "cosine"]
+__all__ = ["mse", "cosine", "input_gradient", "compare_predictors"]
 
 
 def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
@@ -47,3 +51,44 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return jnp.sum(a * b, -1) / (jnp.linalg.norm(a, axis=-1) * jnp.linalg.norm(b, axis=-1))
+
+
+def input_gradient(predict: Callable, tasks) -> jax.Array:
+    """The gradient of each prompt's prediction with respect to its own query, ``d f / d x_q``.
+
+    Args:
+        predict: ``predict(tasks) -> (B,)``, prompts predicted independently (every model of iclgd).
+        tasks: a :class:`~iclgd.tasks.TaskBatch`.
+
+    Returns:
+        ``(B, d)``.
+    """
+    # prompts are independent, so the gradient of the sum is every prompt's own gradient
+    return jax.grad(lambda x_q: jnp.sum(predict(tasks._replace(x_q=x_q))))(tasks.x_q)
+
+
+def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
+    """How close two predictors are as functions (Xie et al. App. C.2), on a batch of prompts.
+
+    Args:
+        predict_a: ``predict_a(tasks) -> (B,)``, e.g. a trained model.
+        predict_b: ``predict_b(tasks) -> (B,)``, the reference, e.g. one GD step.
+        tasks: a :class:`~iclgd.tasks.TaskBatch`.
+
+    Returns:
+        A dict of NumPy arrays and floats: ``pred_diff`` ``(B,)`` ``|f_a - f_b|``, ``pred_scale`` the
+        rms of ``f_b``; ``grad_diff`` ``(B,)`` ``|grad f_a - grad f_b|`` (input gradients),
+        ``grad_scale`` the mean ``|grad f_b|``; ``cos`` ``(B,)`` the cosine of the two input
+        gradients; ``cos_ref`` ``(B,)`` the cosine of ``grad f_b`` with each prompt's true task
+        weights ``tasks.w`` (how well the reference itself recovers the task).
+    """
+    f_a, f_b = predict_a(tasks), predict_b(tasks)
+    g_a, g_b = input_gradient(predict_a, tasks), input_gradient(predict_b, tasks)
+    return {
+        "pred_diff": np.asarray(jnp.abs(f_a - f_b)),
+        "pred_scale": float(jnp.sqrt(jnp.mean(f_b**2))),
+        "grad_diff": np.asarray(jnp.linalg.norm(g_a - g_b, axis=-1)),
+        "grad_scale": float(jnp.mean(jnp.linalg.norm(g_b, axis=-1))),
+        "cos": np.asarray(cosine(g_a, g_b)),
+        "cos_ref": np.asarray(cosine(g_b, tasks.w)),
+    }

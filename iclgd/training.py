@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -154,7 +155,8 @@ def _lr_spec(learning_rate):
 # The compiled chunk, cached
 # ----------------------------------------------------------------------------------------------
 
-_RUNNERS: dict = {}
+_RUNNERS: OrderedDict = OrderedDict()
+_MAX_RUNNERS = 64  # compiled chunks kept (least recently used dropped first)
 _TRACES = [0]
 
 
@@ -174,10 +176,9 @@ def _all_finite(tree) -> jax.Array:
 def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
     """The jitted chunk ``run(params, state, key, bad, start, end, lr, args)``, cached."""
     cache_key = (loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics)
-    try:
+    if cache_key in _RUNNERS:
+        _RUNNERS.move_to_end(cache_key)
         return _RUNNERS[cache_key]
-    except KeyError:
-        pass
     name_or_opt, lr_groups = opt_key
     lbfgs = name_or_opt == "lbfgs"
 
@@ -227,6 +228,8 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
 
     fn = jax.jit(run)
     _RUNNERS[cache_key] = fn
+    if len(_RUNNERS) > _MAX_RUNNERS:
+        _VMAPPED.pop(_RUNNERS.popitem(last=False)[1], None)
     return fn
 
 
