@@ -33,6 +33,7 @@ __all__ = [
     "make_prior",
     "sample_tasks",
     "sample_tasks_reference",
+    "standard_normal",
     "embed",
     "embed_zero_query",
     "linear_guess",
@@ -172,7 +173,7 @@ def _is_threefry_key(key) -> bool:
 
 
 @partial(jax.jit, static_argnums=1)
-def _standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """``jax.random.normal(key, shape)`` (default float dtype), computed faster for threefry keys.
 
     For a threefry key this reproduces JAX's algorithm step by step -- partitionable threefry bits of
@@ -236,7 +237,7 @@ def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
 
     The key is split into three (inputs, task weights, label noise); each draws standard normals that
     are bit-identical to ``jax.random.normal`` on the same key, but for threefry keys (the default)
-    they are computed by a fused, unrolled threefry (:func:`_standard_normal`), several times faster
+    they are computed by a fused, unrolled threefry (:func:`standard_normal`), several times faster
     on CPU.
     Multiplications by an identity ``L_Sigma`` / ``L_Omega`` and the noise draw when
     ``noise_std == 0`` are skipped when the prior is concrete (they would not change any number).
@@ -270,13 +271,13 @@ def _sample_tasks_jit(key, prior: Prior, C: int, batch: int, flags: tuple[bool, 
     d = prior.d
     k_x, k_w, k_n = jax.random.split(key, 3)
     # One draw for context and query inputs: (B, C+1, d).
-    z = _standard_normal(k_x, (batch, C + 1, d))
+    z = standard_normal(k_x, (batch, C + 1, d))
     xs = z if sigma_is_identity else z @ prior.L_Sigma.T
-    eps = _standard_normal(k_w, (batch, d))
+    eps = standard_normal(k_w, (batch, d))
     w = prior.mu + (eps if omega_is_identity else eps @ prior.L_Omega.T)
     ys = jnp.einsum("bcd,bd->bc", xs, w)
     if not noise_free:
-        ys = ys + prior.noise_std * _standard_normal(k_n, ys.shape)
+        ys = ys + prior.noise_std * standard_normal(k_n, ys.shape)
     return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
 
 

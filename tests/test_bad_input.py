@@ -55,7 +55,7 @@ CASES = [
     ("gd_one_step w0 mismatched", lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, jnp.zeros(2), 0.1), r"w0 must have shape \(3,\) or \(2, 3\)"),
     ("ridge reg < 0", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, -1.0), r"reg must be a finite number >= 0"),
     ("bayes prior of other d", lambda: baselines.bayes_posterior_mean(TB, tasks.make_prior(2)), r"prior must have dimension d = 3"),
-    ("unknown optimizer", lambda: train.make_optimizer("rmsprop"), r"name must be one of"),
+    ("unknown optimizer", lambda: train.make_optimizer("rmsprop"), r"optimizer must be one of"),
     ("learning rate 0", lambda: train.make_optimizer("adam", 0.0), r"learning_rate must be > 0"),
     ("steps 0", lambda: train.train(lambda p, k: 0.0, P, KEY, steps=0), r"steps must be an integer >= 1"),
     ("evaluate n_batches 1", lambda: train.evaluate(lambda p, k: 0.0, P, KEY, 1), r"n_batches must be an integer >= 2"),

@@ -1,9 +1,12 @@
-"""Tests of iclgd.exact: exact finite-C moments and risks against Monte Carlo, optima, baselines.
+"""Tests of iclgd.exact: exact finite-C moments and risks against Monte Carlo, optima, closed forms.
 
 Every Monte Carlo comparison uses >= 1e5 prompts in float64 (conftest enables x64) and asserts
 agreement within 4 standard errors; every test can fail (see ``test_xie_eq27_is_refuted``, which
 shows that the Monte Carlo checks have the power to reject a plausible wrong formula).
 """
+
+import importlib
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +14,11 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import baselines, exact, linear_transformer, lsa, tasks
+from iclgd import baselines, exact, tasks
+
+# the model modules (imported by path: a factory of iclgd.models may share a module's name)
+lsa = importlib.import_module("iclgd.models.lsa")
+linear_transformer = importlib.import_module("iclgd.models.linear_transformer")
 
 N_MC = 100_000
 
@@ -22,9 +29,12 @@ CONFIGS = {
     "partI": dict(d=2, C=3, mu=[1.0, 1.5], Sigma=None, Omega=None, noise=0.0),
     # everything general: correlated inputs and tasks, label noise
     "d3C5": dict(
-        d=3, C=5, mu=[1.0, -2.0, 0.5],
+        d=3,
+        C=5,
+        mu=[1.0, -2.0, 0.5],
         Sigma=[[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]],
-        Omega=[[1.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 0.3]], noise=0.4,
+        Omega=[[1.0, 0.5, 0.0], [0.5, 2.0, 0.0], [0.0, 0.0, 0.3]],
+        noise=0.4,
     ),
 }
 
@@ -33,7 +43,9 @@ _CACHE: dict = {}
 
 def _prior(name):
     c = CONFIGS[name]
-    return tasks.make_prior(c["d"], mu=jnp.array(c["mu"]), Sigma=c["Sigma"], Omega=c["Omega"], noise_std=c["noise"])
+    return tasks.make_prior(
+        c["d"], mu=jnp.array(c["mu"]), Sigma=c["Sigma"], Omega=c["Omega"], noise_std=c["noise"]
+    )
 
 
 def _ex(name):
@@ -44,7 +56,9 @@ def _ex(name):
 
 def _tasks(name):
     if ("tb", name) not in _CACHE:
-        _CACHE[("tb", name)] = tasks.sample_tasks(jax.random.key(hash(name) % 1000), _prior(name), CONFIGS[name]["C"], N_MC)
+        _CACHE[("tb", name)] = tasks.sample_tasks(
+            jax.random.key(zlib.crc32(name.encode()) % 1000), _prior(name), CONFIGS[name]["C"], N_MC
+        )
     return _CACHE[("tb", name)]
 
 
@@ -60,7 +74,9 @@ def _check(exact_value, mean, se, what, k=4.0):
     dev = np.abs(np.asarray(mean) - e)
     bad = dev > k * np.asarray(se) + 1e-9 * (1 + np.abs(e))
     z = np.max(dev / np.maximum(se, 1e-300))
-    assert not np.any(bad), f"{what}: max |z| = {z:.2f}, exact {e[bad][:3]}, mc {np.asarray(mean)[bad][:3]}"
+    assert not np.any(bad), (
+        f"{what}: max |z| = {z:.2f}, exact {e[bad][:3]}, mc {np.asarray(mean)[bad][:3]}"
+    )
 
 
 def _assert_mc(exact_value, samples, what, k=4.0):
@@ -91,16 +107,20 @@ def test_moments_match_monte_carlo(name):
     _check(m.EwG.reshape(-1, D * D), mean, se, "E[w G]")
     mean, se = _product_moments(Gv, Gv)
     _check(m.EGG.reshape(D * D, D * D), mean, se, "E[G (x) G]")
-    np.testing.assert_allclose(m.Eww, np.asarray(ex.prior.Omega) + np.outer(ex.prior.mu, ex.prior.mu), rtol=1e-12)
+    np.testing.assert_allclose(
+        m.Eww, np.asarray(ex.prior.Omega) + np.outer(ex.prior.mu, ex.prior.mu), rtol=1e-12
+    )
 
 
 def test_xie_eq27_is_refuted():
-    """Xie et al. eq. 27 treats context columns as independent: (1-1/C) M (x) M + T/C. They share w."""
+    """Xie et al. eq. 27: (1-1/C) M (x) M + T/C treats the columns as independent; they share w."""
     name = "partI"
     ex, tb = _ex(name), _tasks(name)
     C = CONFIGS[name]["C"]
     M = ex.moments.EG
-    T = exact.moments(_prior(name), 1).EGG  # E[z (x) z (x) z (x) z] for one column = E[G (x) G] at C = 1
+    T = exact.moments(
+        _prior(name), 1
+    ).EGG  # E[z (x) z (x) z (x) z] for one column = E[G (x) G] at C = 1
     paper = (1 - 1 / C) * np.einsum("ij,kl->ijkl", M, M) + T / C
     D = M.shape[0]
     Gv = _G(tb).reshape(-1, D * D)
@@ -113,7 +133,9 @@ def test_xie_eq27_is_refuted():
 
 # ------------------------------------------------------------------------------------ risks vs MC
 _lsa_pred = jax.jit(lambda p, tb, yq: lsa.lsa_predict(p, tasks.embed(tb, yq)))
-_lt_pred = jax.jit(lambda p, tb: linear_transformer.linear_transformer_predict(p, tasks.embed_zero_query(tb)))
+_lt_pred = jax.jit(
+    lambda p, tb: linear_transformer.linear_transformer_predict(p, tasks.embed_zero_query(tb))
+)
 _gd_pred = jax.jit(lambda tb, w0, eta: baselines.gd_one_step(tb.X, tb.y, tb.x_q, w0, eta))
 _bayes_pred = jax.jit(baselines.bayes_posterior_mean)
 _yq_pred = jax.jit(lsa.yq_lsa_predict)
@@ -122,6 +144,7 @@ _yq_pred = jax.jit(lsa.yq_lsa_predict)
 def _first_contexts(tb, C):
     """The same prompts with only their first C context examples (a valid sample for context C)."""
     return tasks.TaskBatch(tb.X[:, :C], tb.y[:, :C], tb.x_q, tb.y_target, tb.w)
+
 
 def _rand_lsa(rng, d, H, std=0.4):
     D = d + 1
@@ -154,40 +177,63 @@ def test_part3_and_gd_risks_match_monte_carlo(name):
     d = CONFIGS[name]["d"]
     rng = np.random.default_rng(3)
     # Part III one-layer linear transformer, full (P, Q)
-    p = {"P": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1))), "Q": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1)))}
+    p = {
+        "P": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1))),
+        "Q": jnp.asarray(0.4 * rng.normal(size=(1, d + 1, d + 1))),
+    }
     pred = _lt_pred(p, tb)
     _assert_mc(exact.linear_transformer_risk(p, ex), (pred - tb.y_target) ** 2, "Part III risk")
-    # one GD step from a w0 != mu
+    # one GD step from a w0 != mu, and from mu with the exact optimal step
     w0 = 0.3 * np.arange(d) - 0.2
     predg = _gd_pred(tb, jnp.asarray(w0), 0.35)
     _assert_mc(exact.gd_risk(ex, 0.35, w0), (predg - tb.y_target) ** 2, "GD risk")
+    eta_s, r_s = exact.gd_optimal(ex)
+    predg = _gd_pred(tb, ex.prior.mu, eta_s)
+    _assert_mc(r_s, (predg - tb.y_target) ** 2, "optimal GD risk")
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_optima_risks_match_monte_carlo(name):
     ex, tb = _ex(name), _tasks(name)
     best = exact.best_multihead_lsa(ex)
-    pred = _lsa_pred(jax.tree_util.tree_map(jnp.asarray, best.params), tb, jnp.zeros_like(tb.y_target))
+    pred = _lsa_pred(
+        jax.tree_util.tree_map(jnp.asarray, best.params), tb, jnp.zeros_like(tb.y_target)
+    )
     _assert_mc(best.risk, (pred - tb.y_target) ** 2, "best multi-head LSA risk")
     lt = exact.best_linear_transformer(ex)
     predl = _lt_pred(jax.tree_util.tree_map(jnp.asarray, lt.params), tb)
     _assert_mc(lt.risk, (predl - tb.y_target) ** 2, "best Part III risk")
 
 
-# ------------------------------------------------------------------------------------ baselines
-@pytest.mark.parametrize("name", list(CONFIGS))
-def test_gd_risk_equals_baselines(name):
-    ex, prior = _ex(name), _prior(name)
-    d, C = CONFIGS[name]["d"], CONFIGS[name]["C"]
-    for w0 in [None, np.linspace(-1, 1, d)]:
+# ------------------------------------------------------------------------------------ one GD step
+@pytest.mark.parametrize("d,C", [(1, 1), (2, 3), (5, 4)])
+def test_gd_risk_closed_form_part1(d, C):
+    """Sigma = Omega = I, no noise, w0 = mu (any mu): w1 - w = (I - eta G_xx)(mu - w) with
+    mu - w ~ N(0, I) independent of X, so R = d (1 - 2 eta + eta^2 (1 + (d+1)/C)) (Wishart)."""
+    rng = np.random.default_rng(d + C)
+    for mu in [np.zeros(d), rng.normal(size=d)]:
+        prior = tasks.make_prior(d, mu=jnp.asarray(mu))
+        ex = exact.prepare(prior, C)
         for eta in [0.0, 0.2, 1.3]:
-            np.testing.assert_allclose(
-                exact.gd_risk(ex, eta, w0), baselines.gd_one_step_risk(prior, C, eta, w0), rtol=1e-11
-            )
+            closed = d * (1 - 2 * eta + eta**2 * (1 + (d + 1) / C))
+            assert float(exact.gd_risk(ex, eta)) == pytest.approx(closed, rel=1e-11)
+        eta_s, r_s = exact.gd_optimal(ex)
+        assert eta_s == pytest.approx(C / (C + d + 1), rel=1e-11)
+        assert r_s == pytest.approx(d * (d + 1) / (C + d + 1), rel=1e-11)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_gd_optimal_minimises_the_quadratic(name):
+    ex = _ex(name)
+    d = CONFIGS[name]["d"]
+    for w0 in [None, np.linspace(-1, 1, d)]:
         eta_s, r_s = exact.gd_optimal(ex, w0)
-        eta_b, r_b = baselines.gd_optimal_eta(prior, C, w0)
-        np.testing.assert_allclose([eta_s, r_s], [eta_b, r_b], rtol=1e-10)
-        assert abs(float(jax.grad(lambda e: exact.gd_risk(ex, e, w0))(eta_s))) < 1e-9
+        assert float(exact.gd_risk(ex, eta_s, w0)) == pytest.approx(r_s, rel=1e-11)
+        assert abs(float(jax.grad(lambda e, w0=w0: exact.gd_risk(ex, e, w0))(eta_s))) < 1e-9
+        # the risk is a quadratic in eta: R(eta* + t) = R* + a t^2 with a > 0
+        r1, r2 = (float(exact.gd_risk(ex, eta_s + t, w0)) for t in (0.1, 0.3))
+        a = (r1 - r_s) / 0.01
+        assert a > 0 and r2 == pytest.approx(r_s + a * 0.09, rel=1e-10)
 
 
 def test_bayes_risk_closed_forms_vs_monte_carlo():
@@ -233,43 +279,52 @@ def test_best_multihead_lsa_is_stationary_and_optimal(name):
     for g, c in [(None, 0.0), (rng.normal(size=d), 0.0), (rng.normal(size=d), 0.7)]:
         best = exact.best_multihead_lsa(ex, g, c)
         p = jax.tree_util.tree_map(jnp.asarray, best.params)
-        grad_fn = jax.jit(jax.grad(lambda q: exact.lsa_risk(q, ex, g, c)))
+        grad_fn = jax.jit(jax.grad(lambda q, g=g, c=c: exact.lsa_risk(q, ex, g, c)))
         grad = grad_fn(p)
         scale = _gnorm(grad_fn(_rand_lsa(rng, d, d + 1, 0.1)))
         assert _gnorm(grad) < 1e-8 * max(scale, 1.0)
         assert best.rank[0] == best.rank[1]  # T is positive definite on vech G
         # no random perturbation of the M_i does better (convex quadratic in M)
-        for k in range(3):
+        for _ in range(3):
             dM = 0.05 * rng.normal(size=best.M.shape)
             q = exact.lsa_params_from_M(best.M + dM)
             assert float(exact.lsa_risk(q, ex, g, c)) > best.risk
     # the guess g* of the best multi-head y_q-LSA is stationary in (M, g) jointly
     by = exact.best_multihead_yq_lsa(ex)
     py = {"attn": jax.tree_util.tree_map(jnp.asarray, by.params), "w": jnp.asarray(by.y_q_guess)}
-    assert _gnorm(jax.jit(jax.grad(lambda q: exact.yq_lsa_risk(q, ex)))(py)) < 1e-8 * max(by.risk, 1.0) * 10
+    assert (
+        _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.yq_lsa_risk(q, ex)))(py))
+        < 1e-8 * max(by.risk, 1.0) * 10
+    )
     assert by.risk <= exact.best_multihead_lsa(ex).risk + 1e-12
 
 
 def test_theorem1_of_ahn_et_al_exactly():
-    """Part III Theorem 1: the single-layer optimum is A = -[diag(1/((n+1)/n l_i + tr/n)); 0], b = e_D."""
+    """Part III Theorem 1: with b = e_D the optimum is A = -[diag(1/((n+1)/n l_i + tr/n)); 0]."""
     d, n = 3, 5
     S = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
     for Omega, w_cov in [(None, "identity"), (np.linalg.inv(S), "inverse_sigma")]:
         ex = exact.prepare(tasks.make_prior(d, Sigma=S, Omega=Omega), n)
         lt = exact.best_linear_transformer(ex)
         A = lt.params["Q"][0, :, :d]
-        np.testing.assert_allclose(A[:d], linear_transformer.theorem1_optimal_A(S, n, w_cov), atol=1e-10)
+        np.testing.assert_allclose(
+            A[:d], linear_transformer.theorem1_optimal_A(S, n, w_cov), atol=1e-10
+        )
         np.testing.assert_allclose(A[d], 0.0, atol=1e-10)
         # global: equals the best multi-head LSA (a superset of every single-layer (b, A))
         assert lt.risk == pytest.approx(exact.best_multihead_lsa(ex).risk, rel=1e-10)
         p = jax.tree_util.tree_map(jnp.asarray, lt.params)
-        assert _gnorm(jax.jit(jax.grad(lambda q: exact.linear_transformer_risk(q, ex)))(p)) < 1e-9
+        assert (
+            _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.linear_transformer_risk(q, ex)))(p))
+            < 1e-9
+        )
 
 
 def test_yq_lsa_gd_point_is_exactly_stationary_at_finite_C():
-    """Part I, Sigma = Omega = I: with the finite-C optimal step eta* = C/(C+d+1) the GD construction
-    (eq. 7, w = w*) has zero gradient and its risk equals the best multi-head y_q-LSA: it is the global
-    optimum of y_q-LSA at every C (not only as C -> infinity, cf. Xie et al. Theorem 4 / App. A.3)."""
+    """Part I, Sigma = Omega = I: with the finite-C optimal step eta* = C/(C+d+1) the GD
+    construction (eq. 7, w = w*) has zero gradient and its risk equals the best multi-head y_q-LSA:
+    it is the global optimum of y_q-LSA at every C (not only as C -> infinity, cf. Xie et al.
+    Theorem 4 / App. A.3)."""
     for d, C, w2 in [(1, 1, 2.0), (2, 3, 5.0), (3, 2, 4.0)]:
         mu = np.sqrt(w2 / d) * np.ones(d)
         ex = exact.prepare(tasks.make_prior(d, mu=mu), C)
@@ -277,7 +332,7 @@ def test_yq_lsa_gd_point_is_exactly_stationary_at_finite_C():
         assert eta == pytest.approx(C / (C + d + 1), rel=1e-12)
         p = {"attn": lsa.gd_weights(mu, eta), "w": jnp.asarray(mu)}
         assert float(exact.yq_lsa_risk(p, ex)) == pytest.approx(r_gd, rel=1e-12)
-        assert _gnorm(jax.jit(jax.grad(lambda q: exact.yq_lsa_risk(q, ex)))(p)) < 1e-10
+        assert _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.yq_lsa_risk(q, ex)))(p)) < 1e-10
         assert exact.best_multihead_yq_lsa(ex).risk == pytest.approx(r_gd, rel=1e-10)
         # y_q = 0 multi-head LSA: gap 2 ||w*||^2 / (d C + 2) above one GD step (found exactly here)
         gap = exact.best_multihead_lsa(ex).risk - r_gd
@@ -292,10 +347,13 @@ def test_lbfgs_optima_have_zero_gradient():
     assert y.risk >= exact.best_multihead_yq_lsa(ex).risk - 1e-10
     r = float(exact.yq_lsa_risk(jax.tree_util.tree_map(jnp.asarray, y.params), ex))
     assert r == pytest.approx(y.risk, rel=1e-10)
-    h1 = exact.best_lsa(ex, 1, restarts=1, steps=150, key=jax.random.key(1))  # same shapes: no recompile
+    h1 = exact.best_lsa(ex, 1, restarts=1, steps=150, key=jax.random.key(1), method="lbfgs")
+    assert h1.method == "lbfgs"
     assert h1.grad_norm < 1e-6
     assert h1.risk >= exact.best_multihead_lsa(ex).risk - 1e-10
-    assert float(exact.lsa_risk(jax.tree_util.tree_map(jnp.asarray, h1.params), ex)) == pytest.approx(h1.risk, rel=1e-10)
+    assert float(
+        exact.lsa_risk(jax.tree_util.tree_map(jnp.asarray, h1.params), ex)
+    ) == pytest.approx(h1.risk, rel=1e-10)
 
 
 # ------------------------------------------------------------------------------------ sympy
@@ -305,17 +363,26 @@ def test_agrees_with_symbolic_for_d2():
 
     d, C = 2, 2
     u = [sp.Rational(1, 3), sp.Rational(-1, 2), sp.Rational(2, 5)]
-    Q = sp.Matrix([[sp.Rational(1, 2), sp.Rational(1, 5), 0], [sp.Rational(-1, 3), 1, sp.Rational(1, 4)],
-                   [sp.Rational(1, 7), 0, sp.Rational(-1, 2)]])
+    Q = sp.Matrix(
+        [
+            [sp.Rational(1, 2), sp.Rational(1, 5), 0],
+            [sp.Rational(-1, 3), 1, sp.Rational(1, 4)],
+            [sp.Rational(1, 7), 0, sp.Rational(-1, 2)],
+        ]
+    )
     b = jnp.array([[float(x) for x in u]])
     A = jnp.array(np.array(Q.tolist(), dtype=float))[None]
     ws = [sp.Integer(1), sp.Rational(-1, 2)]
     for y_q, noise in [(0, None), ("prior", sp.Rational(1, 2))]:
         t = symbolic.linear_regression_task(d, C, w_star=ws, y_q=y_q, noise_std=noise)
-        R = t.risk(symbolic.lsa_prediction_uq(t.E, u, Q))
-        prior = tasks.make_prior(d, mu=jnp.array([1.0, -0.5]), noise_std=0.0 if noise is None else 0.5)
+        R = t.risk(symbolic.lsa_prediction_uq_expr((u, Q), t.E))
+        prior = tasks.make_prior(
+            d, mu=jnp.array([1.0, -0.5]), noise_std=0.0 if noise is None else 0.5
+        )
         g = None if y_q == 0 else jnp.array([1.0, -0.5])
-        assert float(exact.lsa_risk_reduced(b, A, exact.prepare(prior, C), g)) == pytest.approx(float(R), rel=1e-12)
+        assert float(exact.lsa_risk_reduced(b, A, exact.prepare(prior, C), g)) == pytest.approx(
+            float(R), rel=1e-12
+        )
 
 
 # ------------------------------------------------------------------------------------ training

@@ -1,4 +1,4 @@
-"""Tests of the fast task sampler (iclgd.tasks.sample_tasks / _standard_normal).
+"""Tests of the fast task sampler (iclgd.tasks.sample_tasks / standard_normal).
 
 The sampler computes JAX's own threefry normals with a fused, unrolled hash. These tests check that the
 numbers are bit-identical to ``jax.random.normal`` (so the distribution is exactly JAX's N(0, 1)), that
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from iclgd import tasks
-from iclgd.tasks import TaskBatch, _standard_normal
+from iclgd.tasks import TaskBatch, standard_normal
 
 
 _reference_sample = tasks.sample_tasks_reference
@@ -23,12 +23,12 @@ _reference_sample = tasks.sample_tasks_reference
 def test_standard_normal_is_bit_identical_to_jax(x64, shape):
     with jax.enable_x64(x64):
         for key in [jax.random.key(0), jax.random.fold_in(jax.random.key(12345), 7), jax.random.PRNGKey(3)]:
-            fast = _standard_normal(key, shape)
+            fast = standard_normal(key, shape)
             ref = jax.jit(jax.random.normal, static_argnums=1)(key, shape)
             assert fast.dtype == ref.dtype == (jnp.float64 if x64 else jnp.float32)
             np.testing.assert_array_equal(np.asarray(fast), np.asarray(ref))
         # eager call too
-        np.testing.assert_array_equal(_standard_normal(jax.random.key(5), shape), jax.random.normal(jax.random.key(5), shape))
+        np.testing.assert_array_equal(standard_normal(jax.random.key(5), shape), jax.random.normal(jax.random.key(5), shape))
 
 
 @pytest.mark.parametrize("identity", [True, False])
@@ -50,7 +50,7 @@ def test_sample_tasks_equals_the_reference_algorithm(identity, noise):
 def test_normals_are_standard_normal():
     """KS, chi-square (40 equiprobable bins) and the first four moments, on 2e6 float32 draws."""
     with jax.enable_x64(False):
-        z = np.asarray(_standard_normal(jax.random.key(2024), (2000, 1000)), dtype=np.float64).ravel()
+        z = np.asarray(standard_normal(jax.random.key(2024), (2000, 1000)), dtype=np.float64).ravel()
     n = z.size
     assert stats.kstest(z, "norm").pvalue > 1e-3
     edges = stats.norm.ppf(np.linspace(0, 1, 41))

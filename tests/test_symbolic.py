@@ -14,7 +14,7 @@ import sympy as sp
 
 from iclgd.symbolic import (
     GaussianBlock,
-    attention_head,
+    attention_head_expr,
     bottom_right,
     embedding,
     expect_independent,
@@ -29,11 +29,11 @@ from iclgd.symbolic import (
     lambdify_gradient,
     lambdify_risk,
     linear_regression_task,
-    lsa_output,
-    lsa_prediction,
-    lsa_prediction_uq,
+    lsa_output_expr,
+    lsa_prediction_expr,
+    lsa_prediction_uq_expr,
     mask_matrix,
-    multihead_lsa_prediction,
+    multihead_lsa_prediction_expr,
     symbolic_risk,
     weight_matrix,
 )
@@ -58,7 +58,7 @@ def random_polynomial(variables, rng, degree: int = 4, n_terms: int = 8):
         for _ in range(int(rng.integers(1, degree + 1))):
             powers[int(rng.integers(len(variables)))] += 1
         c = int(rng.integers(1, 4)) * int(rng.choice([-1, 1]))
-        expr += c * sp.Mul(*[v**p for v, p in zip(variables, powers)])
+        expr += c * sp.Mul(*[v**p for v, p in zip(variables, powers, strict=True)])
     return expr
 
 
@@ -76,7 +76,12 @@ def test_known_moments_exact():
     cov = sp.Matrix([[1, rho], [rho, 1]])
     assert sp.expand(gaussian_expectation(x**2 * y**2, [x, y], cov=cov) - (1 + 2 * rho**2)) == 0
     assert sp.expand(gaussian_expectation(x**3 * y, [x, y], cov=cov) - 3 * rho) == 0
-    assert sp.expand(gaussian_expectation(x**3, [x], [mu], sp.Matrix([[s**2]])) - (mu**3 + 3 * mu * s**2)) == 0
+    assert (
+        sp.expand(
+            gaussian_expectation(x**3, [x], [mu], sp.Matrix([[s**2]])) - (mu**3 + 3 * mu * s**2)
+        )
+        == 0
+    )
     m4 = gaussian_expectation(x**4, [x], [mu], sp.Matrix([[s**2]]))
     assert sp.expand(m4 - (mu**4 + 6 * mu**2 * s**2 + 3 * s**4)) == 0
     # elementwise over a matrix, coefficients carrying other symbols
@@ -85,7 +90,12 @@ def test_known_moments_exact():
     assert out == sp.Matrix([[a, rho], [1, 1]])
     # independent blocks: E[(w x)^2] = (w*^2 + 1) * 1
     w, ws = sp.Symbol("w"), sp.Symbol("w_star")
-    assert sp.expand(expect_independent((w * x) ** 2, [([w], [ws], None), ([x], None, None)]) - ws**2 - 1) == 0
+    assert (
+        sp.expand(
+            expect_independent((w * x) ** 2, [([w], [ws], None), ([x], None, None)]) - ws**2 - 1
+        )
+        == 0
+    )
 
 
 def test_identity_fast_path_matches_general_path():
@@ -94,14 +104,19 @@ def test_identity_fast_path_matches_general_path():
     m = sp.symbols("m1:4")
     expr = random_polynomial(v, np.random.default_rng(1), degree=6, n_terms=12)
     fast = expect_independent(expr, [gaussian_block(v, m, None)])
-    slow = expect_independent(expr, [GaussianBlock(tuple(v), tuple(m), sp.ImmutableMatrix(sp.eye(3)))])
+    slow = expect_independent(
+        expr, [GaussianBlock(tuple(v), tuple(m), sp.ImmutableMatrix(sp.eye(3)))]
+    )
     assert sp.expand(fast - slow) == 0
 
 
 def test_gradient_matches_sympy_diff():
     a, b, c = sp.symbols("a b c")
     expr = sp.expand((a - 2 * b + c) ** 3 * (a + c**2) + 3 * a * b) * sp.Symbol("k")
-    assert all(sp.expand(g - sp.diff(expr, p)) == 0 for g, p in zip(gradient(expr, [a, b, c]), [a, b, c]))
+    assert all(
+        sp.expand(g - sp.diff(expr, p)) == 0
+        for g, p in zip(gradient(expr, [a, b, c]), [a, b, c], strict=True)
+    )
     nonpoly = sp.sin(a) * b
     assert gradient(nonpoly, [a, b]) == [sp.cos(a) * b, sp.sin(a)]
     f = lambdify_gradient(nonpoly, [a, b], backend="numpy")
@@ -115,8 +130,12 @@ def test_expect_product_matches_expanded():
     a = random_polynomial(v, rng) * c + v[0]
     b = random_polynomial(v, rng) - c
     groups = [(v, [1, c], sp.Matrix([[2, 1], [1, 3]]))]
-    assert sp.expand(expect_product(a, b, groups) - expect_independent(sp.expand(a * b), groups)) == 0
-    assert sp.expand(expect_product(a, a, groups) - expect_independent(sp.expand(a * a), groups)) == 0
+    assert (
+        sp.expand(expect_product(a, b, groups) - expect_independent(sp.expand(a * b), groups)) == 0
+    )
+    assert (
+        sp.expand(expect_product(a, a, groups) - expect_independent(sp.expand(a * a), groups)) == 0
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -129,7 +148,13 @@ def test_gaussian_expectation_vs_monte_carlo():
     v = list(gaussian_vector("v", 3))
     expr = random_polynomial(v, rng)
     mean = [sp.Rational(1, 2), -1, 0]
-    cov = sp.Matrix([[1, sp.Rational(1, 2), 0], [sp.Rational(1, 2), 2, sp.Rational(-1, 3)], [0, sp.Rational(-1, 3), 1]])
+    cov = sp.Matrix(
+        [
+            [1, sp.Rational(1, 2), 0],
+            [sp.Rational(1, 2), 2, sp.Rational(-1, 3)],
+            [0, sp.Rational(-1, 3), 1],
+        ]
+    )
     exact = gaussian_expectation(expr, v, mean, cov)
     assert exact.is_Rational
     s = rng.multivariate_normal(np.array(mean, float), np.array(cov, float), size=N_MC)
@@ -156,7 +181,9 @@ def test_expect_nested_vs_joint_and_monte_carlo():
     x, w = sp.symbols("x w", real=True)
     z = list(gaussian_vector("z", 2))
     expr = random_polynomial(z, rng, degree=4)
-    nested = expect_nested(expr, [[(z, None, sp.Matrix([[1, w], [w, w**2]]))], [([w], [sp.Rational(1, 2)], None)]])
+    nested = expect_nested(
+        expr, [[(z, None, sp.Matrix([[1, w], [w, w**2]]))], [([w], [sp.Rational(1, 2)], None)]]
+    )
     unconditional = expr.subs({z[0]: x, z[1]: w * x}, simultaneous=True)
     joint = expect_independent(unconditional, [([x],), ([w], [sp.Rational(1, 2)])])
     assert sp.expand(nested - joint) == 0
@@ -189,8 +216,10 @@ def test_G_moments_vs_monte_carlo():
     Gz = sum((z * z.T for z in zs), sp.zeros(d + 1)) / C
     cond_cov = sp.eye(d).row_join(w).col_join(w.T.row_join(w.T * w))
     inner = [(z, None, cond_cov) for z in zs]
-    second_nested = expect_nested([list(Gz)[a] * list(Gz)[b] for a, b in idx], [inner, [(w, w_star)]])
-    assert all(sp.expand(p - q) == 0 for p, q in zip(second_joint, second_nested))
+    second_nested = expect_nested(
+        [list(Gz)[a] * list(Gz)[b] for a, b in idx], [inner, [(w, w_star)]]
+    )
+    assert all(sp.expand(p - q) == 0 for p, q in zip(second_joint, second_nested, strict=True))
     # the columns are independent only given w: unconditionally y_1^2 and y_2^2 are correlated,
     # Cov(y_1^2, y_2^2) = Var(|w|^2) = 2 d + 4 |w_star|^2
     y1, y2 = t.y
@@ -232,8 +261,10 @@ def sample_prompts(rng, n, d, C, w_star, noise_std=0.0):
     target = np.einsum("nd,nd->n", xq, w) + noise_std * rng.normal(size=n)
     yq = xq @ w_star
     E = np.concatenate(
-        [np.concatenate([np.swapaxes(X, 1, 2), xq[:, :, None]], axis=2),
-         np.concatenate([y, yq[:, None]], axis=1)[:, None, :]],
+        [
+            np.concatenate([np.swapaxes(X, 1, 2), xq[:, :, None]], axis=2),
+            np.concatenate([y, yq[:, None]], axis=1)[:, None, :],
+        ],
         axis=1,
     )
     return E, target
@@ -243,10 +274,10 @@ def test_lsa_prediction_forms_agree():
     d, C = 1, 2
     t = linear_regression_task(d, C, y_q="prior", w_star="m")
     P, V, K, Q = (weight_matrix(n, d + 1) for n in ("P", "V", "K", "Q"))
-    pred = lsa_prediction(t.E, P, V, K, Q)
-    assert sp.expand(pred - bottom_right(lsa_output(t.E, [(P, V, K, Q)]))) == 0
-    assert sp.expand(pred - t.E[-1, -1] - bottom_right(attention_head(t.E, P, V, K, Q))) == 0
-    assert sp.expand(pred - lsa_prediction_uq(t.E, (P * V)[-1, :], K.T * Q)) == 0
+    pred = lsa_prediction_expr((P, V, K, Q), t.E)
+    assert sp.expand(pred - bottom_right(lsa_output_expr([(P, V, K, Q)], t.E))) == 0
+    assert sp.expand(pred - t.E[-1, -1] - bottom_right(attention_head_expr((P, V, K, Q), t.E))) == 0
+    assert sp.expand(pred - lsa_prediction_uq_expr(((P * V)[-1, :], K.T * Q), t.E)) == 0
     assert sp.expand(frobenius(P, V) - (P.T * V).trace()) == 0
     assert t.E * mask_matrix(C) * t.E.T == t.E[:, :C] * t.E[:, :C].T
 
@@ -257,7 +288,7 @@ def test_lsa_risk_closed_form_d1_c1():
     eta, s = sp.symbols("eta s", positive=True)
     t = linear_regression_task(1, 1, noise_std=s)
     I2 = sp.eye(2)
-    pred = lsa_prediction(t.E, I2, I2, I2, sp.diag(eta, 0))
+    pred = lsa_prediction_expr((I2, I2, I2, sp.diag(eta, 0)), t.E)
     assert sp.expand(pred - eta * t.y[0] * t.X[0, 0] * t.x_q[0]) == 0
     assert sp.expand(t.risk(pred) - (3 * eta**2 - 2 * eta + 1 + eta**2 * s**2 + s**2)) == 0
 
@@ -274,10 +305,13 @@ def test_lsa_risk_vs_monte_carlo(d, C, H, noise_std):
     n, eta = d + 1, sp.Rational(C, H * (C + d + 1))
     base = (sp.eye(n), sp.eye(n), sp.eye(n), sp.diag(*([eta] * d + [0])))
     heads = [
-        tuple(B + sp.Matrix(n, n, [sp.Rational(int(k), 8) for k in rng.integers(-2, 3, n * n)]) for B in base)
+        tuple(
+            B + sp.Matrix(n, n, [sp.Rational(int(k), 8) for k in rng.integers(-2, 3, n * n)])
+            for B in base
+        )
         for _ in range(H)
     ]
-    risk = t.risk(multihead_lsa_prediction(t.E, heads))
+    risk = t.risk(multihead_lsa_prediction_expr(heads, t.E))
     assert risk.is_Rational and risk > 0
     # 4e5 samples: the loss is a degree-12 Gaussian polynomial, heavy-tailed; this many samples
     # resolve e.g. a mask or label-noise error by > 6 standard errors
@@ -294,7 +328,7 @@ def test_lsa_risk_gradient_vs_finite_differences_and_jax():
     t = linear_regression_task(d, C, w_star="m", y_q="prior")
     P, V, K, Q = (weight_matrix(n, d + 1) for n in ("P", "V", "K", "Q"))
     params = flatten_params(P, V, K, Q)
-    risk = t.risk(lsa_prediction(t.E, P, V, K, Q))
+    risk = t.risk(lsa_prediction_expr((P, V, K, Q), t.E))
     m_val = 0.5
     const = {t.w_star[0]: sp.Rational(1, 2)}
     rng = np.random.default_rng(4)
@@ -307,7 +341,7 @@ def test_lsa_risk_gradient_vs_finite_differences_and_jax():
     fd = np.array([(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in np.eye(len(params))])
     np.testing.assert_allclose(gv, fd, rtol=1e-6, atol=1e-8)
     # the symbolic gradient() (as sympy expressions) gives the same numbers
-    at = {p: sp.Float(v, 30) for p, v in zip(params, theta)}
+    at = {p: sp.Float(v, 30) for p, v in zip(params, theta, strict=True)}
     sym = [float(e.xreplace(at)) for e in gradient(risk.xreplace(const), params)]
     np.testing.assert_allclose(sym, gv, rtol=1e-10, atol=1e-12)
 
@@ -316,7 +350,9 @@ def test_lsa_risk_gradient_vs_finite_differences_and_jax():
         fj = lambdify_risk(risk, params, constants=const)
         gj = jax.jit(lambdify_gradient(risk, params, constants=const))
         tj = jnp.asarray(theta)
-        np.testing.assert_allclose(np.asarray(gj(tj)), np.asarray(jax.jit(jax.grad(fj))(tj)), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(gj(tj)), np.asarray(jax.jit(jax.grad(fj))(tj)), rtol=1e-10, atol=1e-12
+        )
         np.testing.assert_allclose(np.asarray(gj(tj)), gv, rtol=1e-10, atol=1e-12)
 
         # independent jax Monte Carlo risk of the same model, differentiated with jax.grad
@@ -326,8 +362,10 @@ def test_lsa_risk_gradient_vs_finite_differences_and_jax():
         xq = jnp.asarray(rng.normal(size=(n, d)))
         y = jnp.einsum("ncd,nd->nc", X, w)
         E = jnp.concatenate(
-            [jnp.concatenate([jnp.swapaxes(X, 1, 2), xq[:, :, None]], axis=2),
-             jnp.concatenate([y, m_val * xq], axis=1)[:, None, :]],
+            [
+                jnp.concatenate([jnp.swapaxes(X, 1, 2), xq[:, :, None]], axis=2),
+                jnp.concatenate([y, m_val * xq], axis=1)[:, None, :],
+            ],
             axis=1,
         )
         target = jnp.einsum("nd,nd->n", xq, w)
@@ -338,7 +376,9 @@ def test_lsa_risk_gradient_vs_finite_differences_and_jax():
             out = Ei + Pm @ Vm @ Ei @ Mmask @ Ei.T @ Km.T @ Qm @ Ei / C
             return (out[-1, -1] - yi) ** 2
 
-        per_sample = np.asarray(jax.jit(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0, 0)))(tj, E, target))
+        per_sample = np.asarray(
+            jax.jit(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0, 0)))(tj, E, target)
+        )
     assert_mc(gv, per_sample, what="dR/dtheta vs jax.grad of MC risk")
 
 
@@ -397,7 +437,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match=r"y must have length 2"):
         embedding(sp.eye(2), [1, 2, 3], [1, 2], 0)
     with pytest.raises(ValueError, match=r"W_P must have shape \(3, 3\)"):
-        lsa_prediction(embedding(sp.eye(2), [1, 2], [1, 2], 0), sp.eye(2), sp.eye(3), sp.eye(3), sp.eye(3))
+        lsa_prediction_expr(
+            (sp.eye(2), sp.eye(3), sp.eye(3), sp.eye(3)), embedding(sp.eye(2), [1, 2], [1, 2], 0)
+        )
     with pytest.raises(ValueError, match="d must be an integer >= 1"):
         linear_regression_task(0, 2)
     a, b = sp.symbols("a b")
@@ -409,3 +451,45 @@ def test_bad_inputs():
         lambdify_risk(a, [a], backend="torch")
     with pytest.raises(ValueError, match="A and B must have the same shape"):
         frobenius(sp.eye(2), sp.eye(3))
+
+
+def test_model_expressions_take_parameters_first():
+    E = embedding(sp.Matrix([[1]]), [2], [3], 0)
+    I2 = sp.eye(2)
+    with pytest.raises(ValueError, match=r"weights must be a tuple \(W_P, W_V, W_K, W_Q\)"):
+        lsa_prediction_expr((I2, I2, I2), E)
+    with pytest.raises(ValueError, match=r"weights must be a tuple \(W_P, W_V, W_K, W_Q\)"):
+        attention_head_expr(E, (I2, I2, I2, I2))
+    with pytest.raises(ValueError, match="heads must be a non-empty list"):
+        multihead_lsa_prediction_expr(E, [(I2, I2, I2, I2)])
+    with pytest.raises(ValueError, match="heads must be a non-empty list"):
+        lsa_output_expr(E, [(I2, I2, I2, I2)])
+    with pytest.raises(ValueError, match=r"params must be a tuple \(u, Q\)"):
+        lsa_prediction_uq_expr([0, 1, 2], E)
+    assert lsa_prediction_uq_expr(([0, 1], sp.Matrix([[1, 0], [0, 0]])), E) == 6
+
+
+def test_symbolic_names_do_not_collide_with_numeric_names():
+    """iclgd.symbolic builds sympy expressions: none of its names may shadow a numeric function."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import iclgd
+    from iclgd import symbolic
+
+    numeric = set()
+    for info in pkgutil.walk_packages(iclgd.__path__, "iclgd."):
+        if info.name.startswith("iclgd.symbolic"):
+            continue
+        mod = importlib.import_module(info.name)
+        for name, obj in vars(mod).items():
+            own = getattr(obj, "__module__", None) == info.name
+            if (
+                own
+                and not name.startswith("_")
+                and (inspect.isfunction(obj) or inspect.isclass(obj))
+            ):
+                numeric.add(name)
+    assert "lsa_output" in numeric and "lsa_predict" in numeric  # the walk found the models
+    assert not set(symbolic.__all__) & numeric

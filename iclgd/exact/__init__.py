@@ -1,0 +1,108 @@
+r"""Exact population risks of one-layer linear attention at finite context length.
+
+The prediction of every one-layer linear-attention model of Parts I and III is a polynomial in
+Gaussian data, so its risk is a polynomial in the parameters whose coefficients are Gaussian
+moments. This package computes those moments exactly, for any ``d``, ``C``, prior mean ``mu``, task
+covariance ``Omega``, input covariance ``Sigma`` and label noise ``sigma``, and builds from them
+exact, differentiable, jittable risks, their exact optima, and losses for :func:`iclgd.train`.
+
+* :mod:`~iclgd.exact.moments` -- moments of ``G = (1/C) sum_i z_i z_i^T`` (the columns share the
+  task ``w``, so ``E[G_mn G_pq] = E_w[K_mn K_pq] + (E_w[K_mp K_nq] + E_w[K_mq K_np]) / C`` with
+  ``K(w) = E[z z^T | w]``) and :func:`prepare`, which precomputes them once per prior and ``C``.
+* :mod:`~iclgd.exact.risks` -- the risk of any predictor ``f = <G (x) x~_q, Mt> + vq^T x~_q``
+  (``x~_q = (x_q, 1)``): ``R = ||F Pi F_S||_F^2 + sigma^2``, a sum of squares (accurate in float32);
+  multi-head LSA (:func:`lsa_risk`), y_q-LSA, Part III's linear transformer, one GD step.
+* :mod:`~iclgd.exact.losses` -- ``loss(params, key)`` = an exact risk, for :func:`iclgd.train`.
+* :mod:`~iclgd.exact.optima` -- exact optima: least squares on ``vech G`` for ``H >= d+1`` heads
+  (``beta_k = T^+ E[vech G (w~_k - v_k)]``), the best guess of y_q-LSA, Part III's Theorem 1, the
+  optimal GD step, and Part I's closed form ``R* = d(d+1)/(C+d+1) + 2 (||w* - g||^2 + c^2)/(Cd+2)``.
+* :mod:`~iclgd.exact.search` -- the best LSA with ``H <= d`` heads (a search over the subspace the
+  heads leave out) and the best single-head y_q-LSA (L-BFGS from the GD point).
+* :mod:`~iclgd.exact.bayes` -- the risk of the Bayes posterior mean.
+
+The derivations are in the book's chapter *The exact risk engine* (``book/exact_engine.md``); what
+the exact risks show about the papers' claims is in the Part I chapters (multi-head LSA theory and
+experiments, y_q-LSA). Example::
+
+    import jax, jax.numpy as jnp, iclgd
+    from iclgd import exact
+    ex = exact.prepare(iclgd.make_prior(10, mu=jnp.ones(10)), C=10)   # moments, once (float64)
+    p0 = iclgd.init_lsa(jax.random.key(0), 10, H=1)
+    run = iclgd.train(exact.lsa_loss(ex), p0, jax.random.key(1), steps=2000)
+    exact.risk64(exact.lsa_risk, run.params, ex)       # the population risk of the result
+    exact.best_multihead_lsa(ex).risk                  # the floor that H >= d heads reach
+
+**Precision.** :func:`prepare` and the ``best_*`` solvers compute in float64 (inside
+``jax.enable_x64``) and return NumPy float64 arrays / Python floats, whatever the global setting.
+The ``*_risk`` and ``*_loss`` functions are pure ``jnp`` functions in the ambient precision (float32
+by default), jittable and differentiable in the parameters; :func:`risk64` evaluates any of them in
+float64.
+"""
+
+from .bayes import BayesRisk, bayes_risk
+from .core import risk64
+from .losses import linear_transformer_loss, lsa_loss, yq_lsa_loss
+from .moments import Exact, Moments, gaussian_moments, moments, omega_moments, prepare
+from .optima import (
+    BestLSA,
+    ClosedForm,
+    GDPointGrad,
+    best_linear_transformer,
+    best_multihead_lsa,
+    best_multihead_yq_lsa,
+    fold_last_row,
+    gd_optimal,
+    heads_from_M,
+    lsa_params_from_M,
+    multihead_lsa_closed_form,
+    reduced_to_lsa_params,
+    stack_rank,
+    yq_lsa_gd_point_grad,
+)
+from .risks import (
+    gd_risk,
+    linear_transformer_risk,
+    lsa_risk,
+    lsa_risk_reduced,
+    predictor_risk,
+    yq_lsa_risk,
+)
+from .search import BestTrained, best_lsa, best_yq_lsa
+
+__all__ = [
+    "Moments",
+    "Exact",
+    "BestLSA",
+    "BestTrained",
+    "BayesRisk",
+    "ClosedForm",
+    "GDPointGrad",
+    "omega_moments",
+    "gaussian_moments",
+    "moments",
+    "prepare",
+    "predictor_risk",
+    "lsa_risk_reduced",
+    "lsa_risk",
+    "yq_lsa_risk",
+    "linear_transformer_risk",
+    "gd_risk",
+    "gd_optimal",
+    "risk64",
+    "lsa_loss",
+    "yq_lsa_loss",
+    "linear_transformer_loss",
+    "best_multihead_lsa",
+    "best_multihead_yq_lsa",
+    "best_linear_transformer",
+    "multihead_lsa_closed_form",
+    "best_yq_lsa",
+    "best_lsa",
+    "bayes_risk",
+    "lsa_params_from_M",
+    "reduced_to_lsa_params",
+    "fold_last_row",
+    "heads_from_M",
+    "stack_rank",
+    "yq_lsa_gd_point_grad",
+]

@@ -1,0 +1,112 @@
+"""Numerical helpers shared by the modules of :mod:`iclgd.exact`: float64, PSD factors, vech."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..tasks import Prior
+
+__all__ = [
+    "enable_x64",
+    "check_prior",
+    "vech_index",
+    "psd_factor_rows",
+    "pinv_psd",
+    "to_float64",
+    "risk64",
+]
+
+
+def enable_x64():
+    """Context manager enabling float64 locally (``jax.enable_x64`` or the older API)."""
+    ctx = getattr(jax, "enable_x64", None)
+    if ctx is not None:
+        try:
+            return ctx(True)
+        except TypeError:  # pragma: no cover
+            pass
+    try:  # pragma: no cover - older JAX
+        from jax.experimental import enable_x64 as old_enable_x64
+
+        return old_enable_x64()
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+
+
+def check_prior(prior) -> Prior:
+    """Raise ``ValueError`` unless ``prior`` is an :class:`iclgd.tasks.Prior`; return it."""
+    if not isinstance(prior, Prior):
+        raise ValueError(
+            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
+        )
+    return prior
+
+
+def vech_index(D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the ``D (D + 1) / 2`` upper-triangle entries (``vech`` order)."""
+    return np.triu_indices(D)
+
+
+def psd_factor_rows(m: np.ndarray, rtol: float) -> np.ndarray:
+    """``F`` with ``F^T F = m`` (rows: eigenvectors scaled by sqrt of kept eigenvalues).
+
+    Eigenvalues below ``rtol * max`` are dropped, so ``F`` has shape ``(rank, n)``.
+    """
+    m = (m + m.T) / 2
+    lam, vec = np.linalg.eigh(m)
+    keep = lam > rtol * max(float(lam.max()), 0.0)
+    return (vec[:, keep] * np.sqrt(lam[keep])).T
+
+
+def pinv_psd(m: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, int]:
+    """Pseudo-inverse of a symmetric PSD matrix and its rank (eigenvalues < ``rtol * max``: 0)."""
+    m = (m + m.T) / 2
+    lam, vec = np.linalg.eigh(m)
+    keep = lam > rtol * max(float(lam.max()), 0.0)
+    return (vec[:, keep] / lam[keep]) @ vec[:, keep].T, int(keep.sum())
+
+
+def to_float64(tree):
+    """Every leaf of a pytree as a NumPy float64 array."""
+    return jax.tree_util.tree_map(lambda a: np.asarray(a, dtype=np.float64), tree)
+
+
+def risk64(risk_fn: Callable, params, *args, **kwargs) -> float:
+    """Evaluate an exact risk function in float64 and return a Python float.
+
+    ``params`` (a pytree, of any precision: float32 weights of a trained model, NumPy arrays ...)
+    and every array among ``args``/``kwargs`` are converted to float64 inside ``jax.enable_x64``;
+    other arguments (the :class:`~iclgd.exact.Exact`, Python scalars) are passed unchanged. Whatever
+    the global precision, the value is then accurate to float64 rounding.
+
+    Example::
+
+        exact.risk64(exact.lsa_risk, trained_params, ex, g, c)
+        exact.risk64(exact.yq_lsa_risk, yq_params, ex)
+
+    Args:
+        risk_fn: ``risk_fn(params, *args, **kwargs) -> ()`` (e.g. :func:`~iclgd.exact.lsa_risk`).
+        params: the model parameters (any pytree of arrays).
+        *args, **kwargs: further arguments of ``risk_fn``.
+
+    Returns:
+        The risk as a float.
+    """
+    if not callable(risk_fn):
+        raise ValueError(f"risk_fn must be callable, got {type(risk_fn).__name__}")
+
+    def conv(a):
+        if isinstance(a, (jax.Array, np.ndarray)):
+            return jnp.asarray(np.asarray(a, np.float64))
+        return a
+
+    with enable_x64():
+        p64 = jax.tree_util.tree_map(lambda a: jnp.asarray(np.asarray(a, np.float64)), params)
+        a64 = [conv(a) for a in args]
+        k64 = {k: conv(a) for k, a in kwargs.items()}
+        return float(risk_fn(p64, *a64, **k64))

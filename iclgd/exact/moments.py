@@ -1,0 +1,260 @@
+"""Exact moments of the context Gram matrix ``G`` and the precomputation :func:`prepare`.
+
+With ``z_i = (x_i, y_i)`` and ``G = (1/C) sum_{i<=C} z_i z_i^T`` (``D = d + 1``), given the task
+``w`` the ``z_i`` are i.i.d. ``N(0, K(w))``, ``K(w) = [[Sigma, Sigma w], [w^T Sigma, w^T Sigma w +
+sigma^2]]``, and (Wishart moments, then ``E_w`` last, because the columns share ``w``)::
+
+    E[G] = E_w[K],   E[w_k G] = E_w[w_k K],
+    E[G_mn G_pq] = E_w[K_mn K_pq] + (E_w[K_mp K_nq] + E_w[K_mq K_np]) / C.
+
+``K`` is quadratic in ``omega = (w, 1) ~ N((mu, 1), diag(Omega, 0))``, so these are Gaussian moments
+of order <= 4 (:func:`omega_moments`). The derivation, and why Xie et al.'s eq. 27 (independent
+columns) is wrong, are in the book's chapter *The exact risk engine*.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as v
+from ..tasks import Prior
+from .core import check_prior, enable_x64, psd_factor_rows, to_float64, vech_index
+
+__all__ = [
+    "Moments",
+    "Exact",
+    "check_exact",
+    "omega_moments",
+    "gaussian_moments",
+    "moments",
+    "gram_matrix",
+    "prepare",
+]
+
+
+class Moments(NamedTuple):
+    """Exact moments of one prompt (a pytree of arrays; ``D = d + 1``).
+
+    Attributes:
+        EG: ``(D, D)`` ``E[G]``.
+        EGG: ``(D, D, D, D)`` ``E[G_mn G_pq]``.
+        EwG: ``(d, D, D)`` ``E[w_k G_mn]``.
+        Ew: ``(d,)`` ``E[w] = mu``.
+        Eww: ``(d, d)`` ``E[w w^T] = Omega + mu mu^T``.
+        Sigma: ``(d, d)`` ``E[x_q x_q^T]``.
+        noise_var: ``()`` label-noise variance ``sigma^2``.
+    """
+
+    EG: jax.Array
+    EGG: jax.Array
+    EwG: jax.Array
+    Ew: jax.Array
+    Eww: jax.Array
+    Sigma: jax.Array
+    noise_var: jax.Array
+
+
+class Exact(NamedTuple):
+    """Everything the exact risks need, precomputed once by :func:`prepare` (NumPy float64).
+
+    Attributes:
+        C: context length.
+        moments: the :class:`Moments`.
+        gram: ``(n_u, n_u)`` ``Gamma = E[u u^T]`` for ``u = (vech G, w, 1)``,
+            ``n_u = D(D+1)/2 + d + 1``.
+        gram_factor: ``(r, n_u)`` ``F`` with ``F^T F = Gamma`` (eigenvalues below ``1e-14 * max``
+            dropped, so ``r <= n_u``).
+        x_factor: ``(D, D)`` ``F_S`` with ``F_S F_S^T = diag(Sigma, 1)``.
+        noise_var: label-noise variance ``sigma^2``.
+        prior: the :class:`~iclgd.tasks.Prior`.
+    """
+
+    C: int
+    moments: Moments
+    gram: np.ndarray
+    gram_factor: np.ndarray
+    x_factor: np.ndarray
+    noise_var: float
+    prior: Prior
+
+    @property
+    def d(self) -> int:
+        """Input dimension ``d``."""
+        return int(self.moments.Ew.shape[-1])
+
+
+def check_exact(ex) -> Exact:
+    """Raise ``ValueError`` unless ``ex`` is an :class:`Exact` (from :func:`prepare`); return it."""
+    if not isinstance(ex, Exact):
+        raise ValueError(
+            "ex must be an iclgd.exact.Exact (use exact.prepare(prior, C)), "
+            f"got {type(ex).__name__}"
+        )
+    return ex
+
+
+def omega_moments(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    r"""Raw moments of order 2, 3, 4 of a (non-central) Gaussian vector, by Isserlis' theorem.
+
+    For ``omega = m + xi``, ``xi ~ N(0, V)``::
+
+        E[o_a o_b]         = m_a m_b + V_ab
+        E[o_a o_b o_c]     = m_a m_b m_c + m_a V_bc + m_b V_ac + m_c V_ab
+        E[o_a o_b o_c o_e] = m_a m_b m_c m_e + (6 terms m m V) + V_ab V_ce + V_ac V_be + V_ae V_bc
+
+    Args:
+        mean: ``(n,)``.
+        cov: ``(n, n)`` symmetric PSD (may be singular, e.g. ``diag(Omega, 0)``).
+
+    Returns:
+        ``(E2 (n, n), E3 (n, n, n), E4 (n, n, n, n))``.
+    """
+    m = jnp.asarray(mean)
+    V = jnp.asarray(cov)
+    mm = jnp.outer(m, m)
+    E2 = mm + V
+    E3 = (
+        jnp.einsum("a,b,c->abc", m, m, m)
+        + jnp.einsum("a,bc->abc", m, V)
+        + jnp.einsum("b,ac->abc", m, V)
+        + jnp.einsum("c,ab->abc", m, V)
+    )
+    E4 = (
+        jnp.einsum("ab,ce->abce", mm, mm)
+        + jnp.einsum("ab,ce->abce", mm, V)
+        + jnp.einsum("ac,be->abce", mm, V)
+        + jnp.einsum("ae,bc->abce", mm, V)
+        + jnp.einsum("bc,ae->abce", mm, V)
+        + jnp.einsum("be,ac->abce", mm, V)
+        + jnp.einsum("ce,ab->abce", mm, V)
+        + jnp.einsum("ab,ce->abce", V, V)
+        + jnp.einsum("ac,be->abce", V, V)
+        + jnp.einsum("ae,bc->abce", V, V)
+    )
+    return E2, E3, E4
+
+
+def gaussian_moments(mu: jax.Array, Sigma: jax.Array, Omega: jax.Array, noise_std, C) -> Moments:
+    r"""Exact moments of ``G`` (and its cross-moments with ``w``) at finite ``C``: pure ``jnp``.
+
+    Jittable and differentiable in all arguments (``C`` may be traced: it only enters as ``1/C``);
+    computes in the ambient precision (see :func:`moments` for float64 NumPy output). The derivation
+    is in the module docstring of :mod:`iclgd.exact.moments`. Cost ``O(D^6)``.
+
+    Args:
+        mu: ``(d,)`` prior mean of the task weights.
+        Sigma: ``(d, d)`` input covariance.
+        Omega: ``(d, d)`` task covariance (PSD).
+        noise_std: label-noise standard deviation.
+        C: context length (``>= 1``).
+
+    Returns:
+        :class:`Moments`.
+    """
+    mu = jnp.asarray(mu)
+    d = mu.shape[0]
+    D = d + 1
+    Sigma = jnp.asarray(Sigma)
+    Omega = jnp.asarray(Omega)
+    s2 = jnp.asarray(noise_std) ** 2
+    # omega = (w, 1) ~ N((mu, 1), diag(Omega, 0))
+    m = jnp.concatenate([mu, jnp.ones((1,), mu.dtype)])
+    V = jnp.zeros((D, D), mu.dtype).at[:d, :d].set(Omega)
+    E2, E3, E4 = omega_moments(m, V)
+    # S = diag(Sigma, sigma^2), F[m, a', a] = [m = a' < D][a = D] + [m = D][a' = a]
+    S = jnp.zeros((D, D), mu.dtype).at[:d, :d].set(Sigma).at[d, d].set(s2)
+    E0 = jnp.diag(jnp.concatenate([jnp.ones((d,), mu.dtype), jnp.zeros((1,), mu.dtype)]))
+    eD = jnp.zeros((D,), mu.dtype).at[d].set(1.0)
+    F = jnp.einsum("ij,a->ija", E0, eD) + jnp.einsum("i,ja->ija", eD, jnp.eye(D, dtype=mu.dtype))
+    c = jnp.einsum("mia,ij,njb->mnab", F, S, F)  # K_mn = c_mnab omega_a omega_b
+    EK = jnp.einsum("mnab,ab->mn", c, E2)
+    EoK = jnp.einsum("mnab,kab->kmn", c, E3)  # E[omega_k K_mn]
+    EKK = jnp.einsum("mnab,abce,pqce->mnpq", c, E4, c, optimize="optimal")  # E[K_mn K_pq]
+    EGG = EKK + (jnp.einsum("mpnq->mnpq", EKK) + jnp.einsum("mqnp->mnpq", EKK)) / C
+    return Moments(
+        EG=EK,
+        EGG=EGG,
+        EwG=EoK[:d],
+        Ew=mu,
+        Eww=Omega + jnp.outer(mu, mu),
+        Sigma=Sigma,
+        noise_var=s2,
+    )
+
+
+_gaussian_moments_jit = jax.jit(gaussian_moments)
+
+
+def moments(prior: Prior, C: int) -> Moments:
+    """Exact moments for a :class:`~iclgd.tasks.Prior` and context length ``C``, in float64.
+
+    Args:
+        prior: task distribution (concrete, not traced).
+        C: context length, ``C >= 1``.
+
+    Returns:
+        :class:`Moments` of NumPy float64 arrays (``EG (D, D)``, ``EGG (D, D, D, D)``,
+        ``EwG (d, D, D)``, ``Ew (d,)``, ``Eww (d, d)``, ``Sigma (d, d)``, ``noise_var ()``).
+
+    Example:
+        >>> m = moments(make_prior(2), C=3)
+        >>> m.EG            # [[I, mu], [mu^T, tr(Sigma Omega) + mu^T Sigma mu + sigma^2]]
+    """
+    check_prior(prior)
+    C = v.positive_int("C", C)
+    with enable_x64():
+        f = lambda a: jnp.asarray(np.asarray(a, dtype=np.float64))
+        out = _gaussian_moments_jit(
+            f(prior.mu), f(prior.Sigma), f(prior.Omega), f(prior.noise_std), jnp.asarray(float(C))
+        )
+        return to_float64(out)
+
+
+def gram_matrix(mom: Moments) -> np.ndarray:
+    """``Gamma = E[u u^T]`` for ``u = (vech G, w, 1)`` (NumPy float64)."""
+    D = mom.EG.shape[0]
+    d = D - 1
+    iu = vech_index(D)
+    p = len(iu[0])
+    n = p + d + 1
+    T = mom.EGG[iu[0], iu[1]][:, iu[0], iu[1]]
+    Gw = mom.EwG[:, iu[0], iu[1]].T  # (p, d)
+    Gm = mom.EG[iu]
+    g = np.zeros((n, n))
+    g[:p, :p] = T
+    g[:p, p : p + d] = Gw
+    g[p : p + d, :p] = Gw.T
+    g[:p, -1] = Gm
+    g[-1, :p] = Gm
+    g[p : p + d, p : p + d] = mom.Eww
+    g[p : p + d, -1] = mom.Ew
+    g[-1, p : p + d] = mom.Ew
+    g[-1, -1] = 1.0
+    return (g + g.T) / 2
+
+
+def prepare(prior: Prior, C: int) -> Exact:
+    """Precompute (float64, once) everything the exact risks of this module need.
+
+    Args:
+        prior: task distribution.
+        C: context length, ``C >= 1``.
+
+    Returns:
+        An :class:`Exact` (NumPy arrays; safe to close over in jitted losses).
+    """
+    check_prior(prior)
+    C = v.positive_int("C", C)
+    mom = moments(prior, C)
+    gram = gram_matrix(mom)
+    F = psd_factor_rows(gram, 1e-14)
+    d = prior.d
+    S = np.zeros((d + 1, d + 1))
+    S[:d, :d] = np.asarray(prior.Sigma, dtype=np.float64)
+    S[d, d] = 1.0
+    FS = np.linalg.cholesky((S + S.T) / 2)
+    return Exact(C, mom, gram, F, FS, float(mom.noise_var), prior)

@@ -1,0 +1,504 @@
+r"""Exact optima: the best multi-head LSA, y_q-LSA bound, Part III's Theorem 1, one GD step.
+
+For fixed ``y_q = x_q^T g + c`` the risk is a convex quadratic in the coefficients ``Mt`` (see
+:mod:`iclgd.exact.risks`). With ``H >= d+1`` heads every ``(M_1 .. M_D)`` is reachable (Xie et al.
+Theorem 1, App. A.1: :func:`lsa_params_from_M`), so the best multi-head LSA is the least-squares
+regression, column by column, of the target ``w~_k - v_k`` on ``vech G``::
+
+    beta_k = T^+ E[vech G (w~_k - v_k)],   T = E[vech G vech G^T]
+
+(:func:`solve_columns`; free columns ``k <= d`` if ``c = 0``, all ``D`` if ``c != 0``). ``T`` does
+not depend on ``g``, so the best risk is a quadratic in ``g`` too (:func:`best_multihead_yq_lsa`).
+In Part I (``Sigma = Omega = I``, no noise) the optimum has a closed form
+(:func:`multihead_lsa_closed_form`)::
+
+    R* = d (d+1) / (C+d+1) + 2 (||w* - g||^2 + c^2) / (C d + 2).
+
+With ``H = d`` heads the optimum is still reached when no ``M_i`` uses ``G_yy``
+(:func:`fold_last_row`, :func:`heads_from_M`); fewer heads: :func:`iclgd.exact.best_lsa`. The
+derivations and what they show about the papers are in the book's Part I chapters.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as v
+from .core import enable_x64, pinv_psd, risk64, to_float64, vech_index
+from .moments import Exact, check_exact
+from .risks import (
+    coef_matrix,
+    gd_coefficients,
+    linear_transformer_risk,
+    lsa_risk,
+    lsa_risk_reduced,
+)
+
+__all__ = [
+    "BestLSA",
+    "ClosedForm",
+    "GDPointGrad",
+    "lsa_params_from_M",
+    "reduced_to_lsa_params",
+    "fold_last_row",
+    "heads_from_M",
+    "stack_rank",
+    "solve_columns",
+    "vech_to_sym",
+    "best_multihead_lsa",
+    "best_multihead_yq_lsa",
+    "best_linear_transformer",
+    "multihead_lsa_closed_form",
+    "gd_optimal",
+    "yq_lsa_gd_point_grad",
+]
+
+
+class BestLSA(NamedTuple):
+    """An exact optimum of a model class that is linear in its features.
+
+    Attributes:
+        risk: the minimal risk.
+        M: ``(D, D, D)`` Xie et al.'s matrices, ``M[:, :, i] = M_i = sum_h b_h a_i^{hT}``
+            (for :func:`best_linear_transformer`: ``Mt``, the coefficients of ``G (x) x~_q``).
+        params: model parameters realising it (LSA params with ``H = D`` heads, or Part III's
+            ``{"P", "Q"}`` with ``L = 1``).
+        y_q_guess: ``(d,)`` the ``g`` of ``y_q = x_q^T g + c`` used.
+        y_q_bias: the ``c`` used.
+        rank: rank of ``T = E[vech G vech G^T]`` kept by the pseudo-inverse, and its size.
+    """
+
+    risk: float
+    M: np.ndarray
+    params: dict
+    y_q_guess: np.ndarray
+    y_q_bias: float
+    rank: tuple
+
+
+class ClosedForm(NamedTuple):
+    """The best multi-head LSA of Part I in closed form (:func:`multihead_lsa_closed_form`).
+
+    Attributes:
+        kappa: ``C / (C d + 2)``.
+        eta: ``C / (C + d + 1)``, the optimal step of one GD step.
+        M: ``(D, D, D)`` the optimal (symmetric) ``M_i = M[:, :, i]``.
+        risk: the optimal risk.
+    """
+
+    kappa: float
+    eta: float
+    M: np.ndarray
+    risk: float
+
+
+class GDPointGrad(NamedTuple):
+    """Exact gradient of the y_q-LSA risk in its reduced parameters (:func:`yq_lsa_gd_point_grad`).
+
+    Attributes:
+        u: ``(D,)`` gradient in ``u``, the last row of ``W^P W^V``.
+        Q: ``(D, D)`` gradient in ``Q = (W^K)^T W^Q``.
+        w: ``(d,)`` gradient in the guess ``w``.
+    """
+
+    u: np.ndarray
+    Q: np.ndarray
+    w: np.ndarray
+
+    def norm(self) -> float:
+        """Euclidean norm of the whole gradient."""
+        return float(np.sqrt(sum(np.sum(np.asarray(x) ** 2) for x in self)))
+
+
+def _xp(*arrays):
+    return jnp if any(isinstance(a, jax.Array) for a in arrays) else np
+
+
+def lsa_params_from_M(M) -> dict:
+    """LSA weights with ``H = D`` heads realising given matrices ``M_i`` (Xie et al. App. A.1).
+
+    Head ``h`` has ``b_h = e_h`` (``W^V = I``, ``W^P = e_D e_h^T``) and ``A_h[n, i] = M_i[h, n]``
+    (``W^K = I``, ``W^Q = A_h``), so ``sum_h b_h a_i^{hT} = M_i``.
+
+    Args:
+        M: ``(D, D, D)`` with ``M[:, :, i] = M_i`` (NumPy in, NumPy out; a JAX array gives JAX
+            arrays).
+
+    Returns:
+        ``{"WK", "WQ", "WV", "WP"}`` each ``(D, D, D)``.
+    """
+    xp = _xp(M)
+    M = xp.asarray(M)
+    if M.ndim != 3 or not (M.shape[0] == M.shape[1] == M.shape[2]):
+        raise ValueError(f"M must have shape (D, D, D), got shape {tuple(M.shape)}")
+    D = M.shape[0]
+    eye = xp.eye(D, dtype=M.dtype)
+    eyes = xp.einsum("h,ij->hij", xp.ones(D, M.dtype), eye)
+    WP = xp.einsum("i,hj->hij", eye[D - 1], eye)  # W^P_h = e_D e_h^T
+    return {"WK": eyes, "WQ": M, "WV": eyes, "WP": WP}
+
+
+def reduced_to_lsa_params(b, A) -> dict:
+    """LSA weights with the given reduced parameters: ``W^V = I``, ``W^P = [[0], [b_h^T]]``, ``W^K =
+    I``, ``W^Q = A_h``.
+
+    Args:
+        b: ``(H, D)``; A: ``(H, D, D)`` (NumPy in, NumPy out; JAX arrays give JAX arrays).
+
+    Returns:
+        ``{"WK", "WQ", "WV", "WP"}`` each ``(H, D, D)``.
+    """
+    xp = _xp(b, A)
+    b = xp.asarray(b)
+    v.shape("b", b, (None, None), "(H, D)")
+    H, D = b.shape
+    A = xp.asarray(v.shape("A", A, (H, D, D), f"({H}, {D}, {D})"))
+    eyes = xp.einsum("h,ij->hij", xp.ones(H, A.dtype), xp.eye(D, dtype=A.dtype))
+    WP = xp.einsum("i,hj->hij", xp.eye(D, dtype=b.dtype)[D - 1], b)
+    return {"WK": eyes, "WQ": A, "WV": eyes, "WP": WP}
+
+
+def _check_M(M, name: str = "M") -> np.ndarray:
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 3 or not (M.shape[0] == M.shape[1] == M.shape[2]):
+        raise ValueError(f"{name} must have shape (D, D, D), got shape {tuple(M.shape)}")
+    return M
+
+
+def fold_last_row(M, tol: float = 1e-10) -> np.ndarray:
+    """Move row ``D`` of every ``M_i`` onto column ``D``: the same model with ``d`` heads.
+
+    ``G`` is symmetric, so ``<G, M_i>`` only depends on ``M_i + M_i^T``: adding ``M_i[D, n]`` to
+    ``M_i[n, D]`` (``n <= d``) and zeroing row ``D`` leaves every prediction unchanged, provided
+    ``M_i[D, D] = 0`` (a ``G_yy`` coefficient cannot be moved off row ``D``). Row ``D`` of the stack
+    ``[M_1 .. M_D]`` is then zero, so the App. A.1 construction (:func:`lsa_params_from_M`) needs
+    only its first ``d`` heads (:func:`heads_from_M` ``(M, d)``).
+
+    Args:
+        M: ``(D, D, D)`` with ``M[:, :, i] = M_i``.
+        tol: ``|M_i[D, D]|`` must be at most ``tol * max(1, max |M|)``.
+
+    Returns:
+        The folded ``(D, D, D)`` NumPy array.
+
+    Raises:
+        ValueError: if some ``M_i[D, D] != 0`` (the model uses ``G_yy``; folding would change it).
+    """
+    M = _check_M(M).copy()
+    k = M.shape[0] - 1
+    scale = max(1.0, float(np.abs(M).max()))
+    if np.abs(M[k, k, :]).max() > tol * scale:
+        raise ValueError(
+            "M[D, D, i] must be 0 for every i to fold the last row (the model uses G_yy; folding "
+            f"would change it), got max |M[D, D, :]| = {np.abs(M[k, k, :]).max():.3g}"
+        )
+    M[:k, k, :] += M[k, :k, :]
+    M[k, :, :] = 0.0
+    return M
+
+
+def heads_from_M(M, H: int, tol: float = 1e-10) -> dict:
+    """The App. A.1 construction (:func:`lsa_params_from_M`) with ``H`` heads.
+
+    Head ``h`` of the construction reads row ``h`` of the stack ``[M_1 .. M_D]``. For ``H < D`` the
+    rows ``H+1 .. D`` must be zero (e.g. after :func:`fold_last_row`, ``H = d``); for ``H > D`` zero
+    heads are appended (they leave the prediction, and the risk's gradient in the other heads,
+    unchanged).
+
+    Args:
+        M: ``(D, D, D)`` with ``M[:, :, i] = M_i``.
+        H: number of heads, ``H >= 1``.
+        tol: the dropped rows must have entries at most ``tol * max(1, max |M|)``.
+
+    Returns:
+        ``{"WK", "WQ", "WV", "WP"}`` each ``(H, D, D)`` (NumPy float64).
+
+    Raises:
+        ValueError: if ``H < D`` and a dropped head is not zero.
+    """
+    M = _check_M(M)
+    H = v.positive_int("H", H)
+    D = M.shape[0]
+    if H < D and np.abs(M[H:]).max() > tol * max(1.0, float(np.abs(M).max())):
+        raise ValueError(
+            f"rows {H + 1}..{D} of every M_i must be zero to drop heads {H + 1}..{D}, got max "
+            f"|M[{H}:]| = {np.abs(M[H:]).max():.3g} (fold_last_row first?)"
+        )
+    p = lsa_params_from_M(M)
+    if H <= D:
+        return {k: a[:H] for k, a in p.items()}
+    return {k: np.concatenate([a, np.zeros((H - D, D, D))]) for k, a in p.items()}
+
+
+def stack_rank(M, tol: float = 1e-9) -> int:
+    """Rank of the ``D x D^2`` stack ``[M_1 .. M_D] = sum_h b_h [a^h_1^T .. a^h_D^T]``.
+
+    The stack is a sum of ``H`` rank-one terms, so realising ``M`` exactly needs ``H >= rank`` heads
+    (the antisymmetric parts of the ``M_i`` do not change the model: compare representatives, e.g.
+    :func:`fold_last_row`).
+
+    Args:
+        M: ``(D, D, K)`` (``M[:, :, i] = M_i``).
+        tol: singular values below ``tol * (largest)`` count as zero.
+
+    Returns:
+        The numerical rank (0 for ``M = 0``).
+    """
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 3 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"M must have shape (D, D, K), got shape {tuple(M.shape)}")
+    s = np.linalg.svd(M.reshape(M.shape[0], -1), compute_uv=False)
+    if s.size == 0 or s[0] == 0.0:
+        return 0
+    return int(np.sum(s > tol * s[0]))
+
+
+def solve_columns(ex: Exact, g: np.ndarray, c: float, feat: np.ndarray | None = None):
+    """Least squares of the targets ``w~_k - v_k`` on ``vech G`` (or a subset ``feat`` of it).
+
+    Args:
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        g: ``(d,)`` the guess; c: its bias (``v = (g, c)``).
+        feat: indices into ``vech G`` of the features used (default: all ``p = D(D+1)/2``).
+
+    Returns:
+        ``(beta, (rank, size))``: ``beta`` ``(p, D)`` the coefficients of ``<G, Mt_k>`` on ``vech
+        G`` (zero for the columns that are not free, ``k = D`` when ``c = 0``), and the rank kept by
+        the pseudo-inverse of ``T`` with its size.
+    """
+    gram = ex.gram
+    d = ex.d
+    D = d + 1
+    iu = vech_index(D)
+    p = len(iu[0])
+    feat = np.arange(p) if feat is None else np.asarray(feat)
+    T = gram[np.ix_(feat, feat)]
+    Tp, rank = pinv_psd(T)
+    vq = np.concatenate([g, [c]])
+    cols = range(D) if c != 0.0 else range(d)
+    beta = np.zeros((p, D))
+    for k in cols:
+        # E[vech G * (w~_k - v_k)]
+        ew = gram[feat, p + k] if k < d else np.zeros(len(feat))
+        r = ew - vq[k] * gram[feat, -1]
+        beta[feat, k] = Tp @ r
+    return beta, (rank, len(feat))
+
+
+def vech_to_sym(beta: np.ndarray, D: int) -> np.ndarray:
+    """Coefficients on ``vech G`` (p, K) -> symmetric ``Mt`` (D, D, K) with the same ``<G,
+    Mt_k>``."""
+    iu = vech_index(D)
+    K = beta.shape[1]
+    Mt = np.zeros((D, D, K))
+    off = iu[0] != iu[1]
+    Mt[iu[0], iu[1], :] = np.where(off[:, None], beta / 2, beta)
+    Mt[iu[1], iu[0], :] = np.where(off[:, None], beta / 2, beta)
+    return Mt
+
+
+def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> BestLSA:
+    """The best multi-head LSA with ``H >= d+1`` heads and ``y_q = x_q^T g + c``: exact least
+    squares.
+
+    With ``H >= d+1`` every tuple ``(M_1 .. M_D)`` is reachable (Xie et al. Theorem 1), and the risk
+    is a convex quadratic in it, minimised column by column (module docstring). ``T`` is
+    inverted with a pseudo-inverse (eigenvalues below ``1e-12 * max`` dropped; the kept rank is
+    returned); the antisymmetric part of each ``M_i`` does not affect the prediction and is set to
+    0.
+
+    Args:
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        y_q_guess: ``(d,)`` ``g``; default zeros (``y_q = 0`` when also ``c = 0``: Xie et al. Sec.
+            3).
+        y_q_bias: scalar ``c``.
+
+    Returns:
+        :class:`BestLSA` with the risk, ``M``, and LSA params with ``H = D`` heads realising it.
+    """
+    check_exact(ex)
+    d = ex.d
+    D = d + 1
+    g = (
+        np.zeros(d)
+        if y_q_guess is None
+        else np.asarray(v.shape("y_q_guess", y_q_guess, (d,), f"({d},)"), np.float64)
+    )
+    c = v.finite_float("y_q_bias", y_q_bias)
+    beta, rank = solve_columns(ex, g, c)
+    Mt = vech_to_sym(beta, D)
+    # Mt = M x_3 P~^T; invert P~ (c != 0) or use M_D = 0 (c = 0).
+    M = np.zeros((D, D, D))
+    if c != 0.0:
+        M[:, :, d] = Mt[:, :, d] / c
+        M[:, :, :d] = Mt[:, :, :d] - M[:, :, d : d + 1] * g[None, None, :]
+    else:
+        M[:, :, :d] = Mt[:, :, :d]
+    params = to_float64(lsa_params_from_M(M))
+    risk = risk64(lsa_risk, params, ex, g, c)
+    return BestLSA(risk, M, params, g, c, rank)
+
+
+def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
+    """The best multi-head LSA (``H >= d+1``) when the guess ``y_q = x_q^T g`` is trained too.
+
+    ``T`` does not depend on ``g`` and the targets ``w_k - g_k`` are affine in ``g``, so the best
+    risk over ``M`` is a convex quadratic in ``g``, ``rho g^T Sigma g - 2 g^T Sigma (mu - nu) +
+    const`` with ``rho = 1 - E[vech G]^T T^+ E[vech G]`` and ``nu_k = E[vech G]^T T^+ E[vech G
+    w_k]``; its minimiser is ``g* = (mu - nu) / rho``. (A bias ``c != 0`` only adds ``rho c^2``, so
+    ``c = 0`` is optimal.) This is a lower bound for y_q-LSA with any number of heads.
+
+    Returns:
+        :class:`BestLSA` at ``g = g*``.
+    """
+    check_exact(ex)
+    d = ex.d
+    gram = ex.gram
+    p = gram.shape[0] - d - 1
+    Tp, _ = pinv_psd(gram[:p, :p])
+    m = gram[:p, -1]
+    rho = 1.0 - m @ Tp @ m
+    nu = gram[:p, p : p + d].T @ Tp @ m
+    g = (np.asarray(ex.moments.Ew) - nu) / rho
+    return best_multihead_lsa(ex, g, 0.0)
+
+
+def best_linear_transformer(ex: Exact) -> BestLSA:
+    """Part III Theorem 1 solved exactly: the best ``A`` of Ahn et al. eq. 7 for ``b = e_{d+1}``.
+
+    With ``b = e_{d+1}`` the prediction ``-G[d+1, :] A x_q`` is linear in ``A`` (``(D, d)``), so the
+    exact risk is minimised by least squares on the features ``G[d+1, n] = (1/C) sum_i y_i
+    z_{i,n}``. For ``mu = 0`` (Theorem 1's prior) the best multi-head LSA uses only these features
+    (the risk is even in ``w``), so this is the global optimum over all ``(b, A)`` -- and over all
+    ``H`` -- up to the rescaling ``b -> gamma b``, ``A -> A / gamma``; the tests check it against
+    :func:`best_multihead_lsa` and Theorem 1's formula
+    (:func:`iclgd.models.linear_transformer.theorem1_optimal_A`). For ``mu != 0`` it is the best
+    model in the slice ``b = e_{d+1}`` only (polish with L-BFGS on :func:`linear_transformer_risk`).
+
+    Returns:
+        :class:`BestLSA` whose ``params`` are ``{"P": (1, D, D), "Q": (1, D, D)}`` (``P = e_D
+        e_D^T``, ``Q = [A, 0]``), and ``M`` the coefficient tensor ``Mt``.
+    """
+    check_exact(ex)
+    d = ex.d
+    D = d + 1
+    iu = vech_index(D)
+    pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(*iu, strict=True))}
+    feat = np.array([pos[(min(n, d), max(n, d))] for n in range(D)])  # G[n, D] for n = 0..d
+    beta, rank = solve_columns(ex, np.zeros(d), 0.0, feat)
+    # f = <G, Mt_k> x_k with Mt[D, n, k] = -A[n, k]: coefficient of vech entry (n, D) is -A[n, k].
+    A = -beta[feat, :d]
+    P = np.zeros((1, D, D))
+    P[0, d, d] = 1.0
+    Q = np.zeros((1, D, D))
+    Q[0, :, :d] = A
+    params = {"P": P, "Q": Q}
+    Mt = np.zeros((D, D, D))
+    Mt[d, :, :d] = -A
+    risk = risk64(linear_transformer_risk, params, ex)
+    return BestLSA(risk, Mt, params, np.zeros(d), 0.0, rank)
+
+
+def gd_optimal(ex: Exact, w0=None) -> tuple[float, float]:
+    """Optimal step of one GD step from ``w0`` and its risk, from the exact quadratic in ``eta``.
+
+    With ``Y(eta) = Y0 + eta Y1`` (the sum-of-squares form, NumPy float64),
+    ``eta* = -<Y0, Y1> / ||Y1||^2`` and ``R* = ||Y0||^2 + eta* <Y0, Y1> + sigma^2``.
+
+    Returns:
+        ``(eta_star, risk_star)`` as floats.
+    """
+    check_exact(ex)
+    d = ex.d
+    w0 = np.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"), np.float64)
+    M1 = gd_coefficients(w0, np)
+    vq = np.concatenate([w0, [0.0]])
+    F, FS = ex.gram_factor, ex.x_factor
+    Y0 = F @ coef_matrix(np.zeros_like(M1), vq, d) @ FS
+    Y1 = F @ coef_matrix(M1, np.zeros_like(vq), d, with_w=False) @ FS
+    a1 = float(np.sum(Y0 * Y1))
+    a2 = float(np.sum(Y1 * Y1))
+    eta = -a1 / a2
+    return eta, float(np.sum(Y0 * Y0)) + eta * a1 + ex.noise_var
+
+
+def multihead_lsa_closed_form(d: int, C: int, w_star, g=None, c: float = 0.0) -> ClosedForm:
+    """The best multi-head LSA (``H >= d``) of Part I in closed form: ``Sigma = Omega = I``, no
+    noise.
+
+    With ``kappa = C / (C d + 2)``, ``eta = C / (C + d + 1)``, ``P = diag(I_d, 0)`` and
+    ``v = (-w*, 1)``, the optimum for ``y_q = 0`` is::
+
+        M_i = kappa w*_i P + (eta / 2) (e_i v^T + v e_i^T)      (i <= d),      M_D = 0,
+
+    one GD step from ``w*`` (the ``eta`` term) plus ``kappa w*_i P``, the best linear fit of the
+    constant ``w*_i`` by ``<G, .>``. For ``y_q = x_q^T g + c``: if ``c = 0``, ``M_i`` loses
+    ``kappa g_i P``; if ``c != 0``, the ``M_i`` are unchanged and ``M_D = -kappa P``. The risk is::
+
+        R* = d (d+1) / (C+d+1) + 2 (||w* - g||^2 + c^2) / (C d + 2).
+
+    Equal to :func:`best_multihead_lsa` (``M`` and risk, tested), which computes it numerically for
+    any prior.
+
+    Args:
+        d: input dimension.
+        C: context length.
+        w_star: ``(d,)`` prior mean.
+        g: ``(d,)`` the guess (default 0); c: its bias.
+
+    Returns:
+        :class:`ClosedForm` ``(kappa, eta, M, risk)``.
+    """
+    d = v.positive_int("d", d)
+    C = v.positive_int("C", C)
+    w = np.asarray(v.shape("w_star", w_star, (d,), f"({d},)"), np.float64)
+    g = np.zeros(d) if g is None else np.asarray(v.shape("g", g, (d,), f"({d},)"), np.float64)
+    c = v.finite_float("c", c)
+    kappa, eta = C / (C * d + 2), C / (C + d + 1)
+    D = d + 1
+    P = np.diag(np.append(np.ones(d), 0.0))
+    vec = np.append(-w, 1.0)  # e_D - w~*
+    M = np.zeros((D, D, D))
+    for i in range(d):
+        e = np.eye(D)[i]
+        M[:, :, i] = kappa * w[i] * P + eta / 2 * (np.outer(e, vec) + np.outer(vec, e))
+        if c == 0.0:
+            M[:, :, i] -= kappa * g[i] * P
+    if c != 0.0:
+        M[:, :, d] = -kappa * P
+    risk = d * (d + 1) / (C + d + 1) + 2 * (float(np.sum((w - g) ** 2)) + c**2) / (C * d + 2)
+    return ClosedForm(kappa, eta, M, risk)
+
+
+def yq_lsa_gd_point_grad(ex: Exact, eta: float, w0=None) -> GDPointGrad:
+    """Exact gradient of the y_q-LSA risk at the GD point, in the reduced parameters ``(u, Q, w)``.
+
+    The GD point (Xie et al. eq. 7 with ``w = w0``) is ``u = eta (-w0, 1)`` (the last row of
+    ``W^P W^V``), ``Q = (W^K)^T W^Q = diag(I_d, 0)`` and the guess ``w = w0``: the model computes
+    one GD step from ``w0`` with step ``eta``. In Part I (``Sigma = Omega = I``, ``w0 = w*``) the
+    gradient vanishes exactly at ``eta* = C / (C + d + 1)`` (:func:`gd_optimal`) at every finite
+    ``C``; at ``eta = 1`` it is ``g_u = -2 d kappa e_D``, ``g_Q = -2 kappa P P^T`` with
+    ``kappa = 1 - (C + d + 1) / C`` and ``P = [I_d; w*^T]``.
+
+    Args:
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        eta: the step.
+        w0: ``(d,)`` start and guess; default the prior mean.
+
+    Returns:
+        :class:`GDPointGrad` ``(u (D,), Q (D, D), w (d,))``, NumPy float64.
+    """
+    check_exact(ex)
+    d = ex.d
+    eta = v.finite_float("eta", eta)
+    w0 = np.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"), np.float64)
+    with enable_x64():
+        u = eta * jnp.concatenate([-jnp.asarray(w0), jnp.ones(1)])
+        Q = jnp.zeros((d + 1, d + 1)).at[:d, :d].set(jnp.eye(d))
+        risk = lambda u, Q, w: lsa_risk_reduced(u[None], Q[None], ex, w, 0.0)
+        gu, gQ, gw = jax.grad(risk, argnums=(0, 1, 2))(u, Q, jnp.asarray(w0))
+        return GDPointGrad(np.asarray(gu), np.asarray(gQ), np.asarray(gw))

@@ -1,0 +1,325 @@
+r"""Exact risks of every G-linear predictor: multi-head LSA, y_q-LSA, Part III, one GD step.
+
+Every model here predicts ``f = <G (x) x~_q, Mt> + vq^T x~_q`` with ``x~_q = (x_q, 1)``, a
+coefficient tensor ``Mt`` of shape ``(D, D, D)`` and ``vq`` of shape ``(D,)``. With ``u = (vech G,
+w, 1)`` and ``Gamma = E[u u^T] = F^T F`` (from :func:`~iclgd.exact.prepare`) the error is ``x~_q^T
+Pi^T u - eps_q``
+and::
+
+    R = E[(f - y)^2] = ||F Pi F_S||_F^2 + sigma^2,    F_S F_S^T = diag(Sigma, 1),
+
+a sum of squares, accurate in float32 near an optimum. For multi-head LSA with
+``y_q = x_q^T g + c``: ``Mt_{mnk} = sum_h b_{h,m} (A_h P~)_{nk}``, ``P~ = [[I_d, 0], [g^T, c]]``,
+``vq = (g, c)`` (Xie et al.'s ``M_i = sum_h b_h a_i^{hT}``, ``Mt = M x_3 P~^T``).
+
+The public functions validate their input and are pure ``jnp`` functions of the parameters
+(jittable, differentiable, ambient precision); the ``*_core`` functions take the arrays of
+:func:`ex_arrays` directly, for solvers that jit over many priors.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as v
+from .core import vech_index
+from .moments import Exact, check_exact
+
+__all__ = [
+    "coef_matrix",
+    "ex_arrays",
+    "predictor_risk",
+    "predictor_risk_core",
+    "check_guess",
+    "lsa_coefficients",
+    "lsa_risk_core",
+    "lsa_risk_reduced",
+    "lsa_risk",
+    "yq_lsa_risk",
+    "linear_transformer_risk",
+    "gd_coefficients",
+    "gd_risk",
+]
+
+
+def coef_matrix(Mt, vq, d: int, with_w: bool = True):
+    """``Pi`` ``(n_u, D)`` with ``phi = Pi^T u`` for ``u = (vech G, w, 1)`` (NumPy in, NumPy out).
+
+    ``phi_k = <G, Mt_k> + vq_k - w~_k`` is the error's coefficient on ``x~_{q,k}``; only the
+    symmetric part of each ``Mt_k`` enters (``G`` is symmetric). ``with_w=False`` drops the
+    ``-w~_k`` rows (the part of ``Pi`` that is linear in ``Mt`` and ``vq``).
+    """
+    xp = np if isinstance(Mt, np.ndarray) and isinstance(vq, np.ndarray) else jnp
+    D = d + 1
+    iu = vech_index(D)
+    sym = Mt + xp.swapaxes(Mt, 0, 1)
+    scale = np.where(iu[0] == iu[1], 0.5, 1.0)[:, None]
+    top = sym[iu[0], iu[1], :] * scale  # (p, D)
+    J = -np.eye(d, D) if with_w else np.zeros((d, D))  # the -w~_k rows
+    return xp.concatenate(
+        [top, xp.asarray(J, top.dtype), xp.asarray(vq, top.dtype)[None, :]], axis=0
+    )
+
+
+def predictor_risk(Mt: jax.Array, vq: jax.Array, ex: Exact) -> jax.Array:
+    r"""Exact risk of the G-linear predictor ``f = <G (x) x~_q, Mt> + vq^T x~_q``, ``x~_q = (x_q,
+    1)``.
+
+    ``R = E[(f - y)^2] = ||F Pi F_S||_F^2 + sigma^2`` (module docstring). Pure ``jnp``.
+
+    Args:
+        Mt: ``(D, D, D)`` coefficients of ``G_mn x~_{q,k}``.
+        vq: ``(D,)`` coefficients of ``x~_q`` (the query guess ``(g, c)``).
+        ex: :func:`~iclgd.exact.prepare`'s output.
+
+    Returns:
+        ``()`` the risk.
+    """
+    check_exact(ex)
+    d = ex.d
+    D = d + 1
+    v.shape("Mt", Mt, (D, D, D), f"({D}, {D}, {D})")
+    v.shape("vq", vq, (D,), f"({D},)")
+    Mt = jnp.asarray(Mt)
+    dt = jnp.result_type(Mt.dtype, jnp.asarray(vq).dtype)
+    return predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt))
+
+
+def ex_arrays(ex: Exact, dt) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(F, F_S, sigma^2)`` as arrays of dtype ``dt`` (float32 unless x64 is enabled)."""
+    return (
+        jnp.asarray(ex.gram_factor, dt),
+        jnp.asarray(ex.x_factor, dt),
+        jnp.asarray(ex.noise_var, dt),
+    )
+
+
+@jax.jit
+def predictor_risk_core(Mt, vq, F, FS, nv):
+    """:func:`predictor_risk` on the arrays ``(F, F_S, sigma^2)`` of :func:`ex_arrays` (jitted)."""
+    Pi = coef_matrix(Mt, vq, Mt.shape[0] - 1)
+    Y = F @ Pi @ FS
+    return jnp.sum(Y * Y) + nv
+
+
+@jax.jit
+def lsa_risk_core(b, A, g, c, F, FS, nv):
+    """:func:`lsa_risk_reduced` on the arrays ``(F, F_S, sigma^2)`` of :func:`ex_arrays`
+    (jitted)."""
+    Mt = lsa_coefficients(b, A, g, c)
+    return predictor_risk_core(Mt, jnp.concatenate([g, c[None]]), F, FS, nv)
+
+
+def check_guess(ex: Exact, y_q_guess, y_q_bias) -> tuple[jax.Array, jax.Array]:
+    """Validate the query guess ``y_q = x_q^T g + c``; return ``(g, c)`` as arrays (``g`` default
+    0)."""
+    d = ex.d
+    if y_q_guess is None:
+        g = jnp.zeros((d,))
+    else:
+        g = jnp.asarray(v.shape("y_q_guess", y_q_guess, (d,), f"({d},)"))
+    c = jnp.asarray(y_q_bias)
+    if c.ndim != 0:
+        raise ValueError(f"y_q_bias must be a scalar, got shape {tuple(c.shape)}")
+    return g, c
+
+
+def lsa_coefficients(b, A, g, c):
+    """``Mt`` ``(D, D, D)`` of multi-head LSA: ``Mt_{mnk} = sum_h b_{h,m} (A_h P~)_{nk}``, ``P~ =
+    [[I, 0], [g^T, c]]``."""
+    d = g.shape[0]
+    D = d + 1
+    Pt = (
+        jnp.zeros((D, D), A.dtype)
+        .at[:d, :d]
+        .set(jnp.eye(d, dtype=A.dtype))
+        .at[d, :d]
+        .set(g)
+        .at[d, d]
+        .set(c)
+    )
+    APt = A @ Pt  # (H, D, D)
+    return jnp.einsum("hm,hnk->mnk", b, APt)
+
+
+def lsa_risk_reduced(
+    b: jax.Array, A: jax.Array, ex: Exact, y_q_guess=None, y_q_bias=0.0
+) -> jax.Array:
+    """Exact risk of multi-head LSA in its reduced parameters, with ``y_q = x_q^T g + c``.
+
+    The prediction is ``y_q + sum_h b_h^T G A_h z_q`` (:func:`iclgd.models.lsa.lsa_predict`); ``g``
+    and ``c`` may be traced (so ``g`` can be trained: y_q-LSA).
+
+    Args:
+        b: ``(H, D)`` last rows of ``W^P_h W^V_h``.
+        A: ``(H, D, D)`` ``W^K_h^T W^Q_h``.
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        y_q_guess: ``(d,)`` ``g``; default zeros.
+        y_q_bias: scalar ``c``.
+
+    Returns:
+        ``()`` the exact risk ``E[(f - y)^2]``.
+    """
+    check_exact(ex)
+    D = ex.d + 1
+    v.shape("b", b, (None, D), f"(H, {D})")
+    H = b.shape[0]
+    v.shape("A", A, (H, D, D), f"({H}, {D}, {D})")
+    g, c = check_guess(ex, y_q_guess, y_q_bias)
+    A = jnp.asarray(A)
+    dt = jnp.result_type(A.dtype, jnp.asarray(b).dtype, g.dtype)
+    return lsa_risk_core(
+        jnp.asarray(b, dt),
+        jnp.asarray(A, dt),
+        jnp.asarray(g, dt),
+        jnp.asarray(c, dt),
+        *ex_arrays(ex, dt),
+    )
+
+
+def _check_lsa_params(params: dict, D: int):
+    keys = ("WK", "WQ", "WV", "WP")
+    if not isinstance(params, dict) or any(k not in params for k in keys):
+        raise ValueError(
+            f"params must be a dict with keys {keys} (see iclgd.init_lsa), got {params!r:.80}"
+        )
+    H = params["WK"].shape[0] if params["WK"].ndim == 3 else None
+    for k in keys:
+        v.shape(f"params[{k!r}]", params[k], (H, D, D), f"(H, {D}, {D})")
+    b = jnp.einsum("hj,hjk->hk", params["WP"][:, -1, :], params["WV"])
+    A = jnp.einsum("hji,hjk->hik", params["WK"], params["WQ"])
+    return b, A
+
+
+def lsa_risk(params: dict, ex: Exact, y_q_guess=None, y_q_bias=0.0) -> jax.Array:
+    """Exact risk of multi-head LSA (Xie et al. eq. 6) with ``y_q = x_q^T g + c`` (Sec. 5.1.3).
+
+    Args:
+        params: ``{"WK", "WQ", "WV", "WP"}`` each ``(H, D, D)`` (:func:`iclgd.init_lsa`).
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        y_q_guess: ``(d,)`` ``g`` (``y_q_guess``); default zeros (``y_q = c``).
+        y_q_bias: scalar ``c`` (``y_q_bias``); default 0.
+
+    Returns:
+        ``()`` the exact risk; equals the Monte Carlo limit of ``mse(lsa_predict(params, embed(t,
+        y_q)), t.y_target)``.
+    """
+    check_exact(ex)
+    _check_lsa_params(params, ex.d + 1)  # validates
+    g, c = check_guess(ex, y_q_guess, y_q_bias)
+    dt = jnp.result_type(*[jnp.asarray(params[k]).dtype for k in ("WK", "WQ", "WV", "WP")], g.dtype)
+    p = {k: jnp.asarray(params[k], dt) for k in ("WK", "WQ", "WV", "WP")}
+    return _lsa_params_risk_core(p, jnp.asarray(g, dt), jnp.asarray(c, dt), *ex_arrays(ex, dt))
+
+
+@jax.jit
+def _lsa_params_risk_core(p, g, c, F, FS, nv):
+    b = jnp.einsum("hj,hjk->hk", p["WP"][:, -1, :], p["WV"])
+    A = jnp.einsum("hji,hjk->hik", p["WK"], p["WQ"])
+    return lsa_risk_core(b, A, g, c, F, FS, nv)
+
+
+def yq_lsa_risk(params: dict, ex: Exact) -> jax.Array:
+    """Exact risk of y_q-LSA (Xie et al. Definition 3): LSA with ``y_q = w^T x_q``, ``w`` trainable.
+
+    Args:
+        params: ``{"attn": LSA params, "w": (d,)}`` (:func:`iclgd.init_yq_lsa`).
+        ex: :func:`~iclgd.exact.prepare`'s output.
+
+    Returns:
+        ``()`` the exact risk.
+    """
+    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
+        raise ValueError(
+            "params must be a dict {'attn': LSA params, 'w': (d,)} (see iclgd.init_yq_lsa)"
+        )
+    return lsa_risk(params["attn"], ex, y_q_guess=params["w"], y_q_bias=0.0)
+
+
+def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:
+    """Exact risk of Part III's one-layer linear transformer (Ahn et al. eq. 5-7), zero query label.
+
+    The prediction is ``-[Z_1]_{d+1, n+1} = -b^T G A x_q`` with ``b = P[-1, :]``, ``A = Q[:, :d]``.
+
+    Args:
+        params: ``{"P": (1, D, D), "Q": (1, D, D)}`` (one layer of
+            :func:`iclgd.models.linear_transformer.init_linear_transformer`), or the reduced
+            ``{"b": (D,), "A": (D, d)}`` of eq. 7.
+        ex: :func:`~iclgd.exact.prepare`'s output.
+
+    Returns:
+        ``()`` the exact risk ``E[(-[Z_1]_{d+1,n+1} - y)^2]``.
+    """
+    check_exact(ex)
+    d = ex.d
+    D = d + 1
+    if isinstance(params, dict) and "b" in params and "A" in params:
+        b = jnp.asarray(v.shape("params['b']", params["b"], (D,), f"({D},)"))
+        A = jnp.asarray(v.shape("params['A']", params["A"], (D, d), f"({D}, {d})"))
+    elif isinstance(params, dict) and "P" in params and "Q" in params:
+        v.shape(
+            "params['P']", params["P"], (1, D, D), f"(1, {D}, {D}) (exact risks are for one layer)"
+        )
+        v.shape(
+            "params['Q']", params["Q"], (1, D, D), f"(1, {D}, {D}) (exact risks are for one layer)"
+        )
+        b = jnp.asarray(params["P"])[0, -1, :]
+        A = jnp.asarray(params["Q"])[0, :, :d]
+    else:
+        raise ValueError(
+            "params must be {'P': (1, D, D), 'Q': (1, D, D)} or {'b': (D,), 'A': (D, d)}"
+        )
+    dt = jnp.result_type(b.dtype, A.dtype)
+    return _lt_risk_core(b.astype(dt), A.astype(dt), *ex_arrays(ex, dt))
+
+
+@jax.jit
+def _lt_risk_core(b, A, F, FS, nv):
+    D, d = A.shape
+    Mt = jnp.concatenate([-jnp.einsum("m,nk->mnk", b, A), jnp.zeros((D, D, 1), A.dtype)], axis=2)
+    return predictor_risk_core(Mt, jnp.zeros((D,), A.dtype), F, FS, nv)
+
+
+def gd_coefficients(w0, xp=jnp):
+    """``Mt`` per unit step of one GD step from ``w0``: ``f = w0^T x_q - eta (G_xx w0 - G_xy)^T
+    x_q``, i.e. ``Mt[k, n, k] = -w0_n`` (``n <= d``), ``Mt[k, D, k] = 1``."""
+    d = w0.shape[0]
+    eye = xp.eye(d, dtype=w0.dtype)
+    # rows m = k (one-hot e_k), columns n: (-w0, 1), third index k
+    col = xp.concatenate([-w0, xp.ones((1,), w0.dtype)])  # (D,)
+    top = xp.einsum("mk,n->mnk", eye, col)  # (d, D, d)
+    M1 = xp.concatenate([top, xp.zeros((1, d + 1, d), w0.dtype)], axis=0)  # (D, D, d)
+    return xp.concatenate([M1, xp.zeros((d + 1, d + 1, 1), w0.dtype)], axis=2)
+
+
+@jax.jit
+def _gd_risk_core(eta, w0, F, FS, nv):
+    vq = jnp.concatenate([w0, jnp.zeros((1,), w0.dtype)])
+    return predictor_risk_core(eta * gd_coefficients(w0), vq, F, FS, nv)
+
+
+def gd_risk(ex: Exact, eta, w0=None) -> jax.Array:
+    """Exact risk of one GD step ``w1 = w0 - (eta/C) X^T (X w0 - y)``, prediction ``w1^T x_q``.
+
+    Computed from the moments as a G-linear predictor with ``Mt = eta *``
+    :func:`gd_coefficients` ``(w0)`` and ``vq = (w0, 0)``; the risk is quadratic in ``eta``
+    (its minimiser: :func:`~iclgd.exact.gd_optimal`).
+
+    Args:
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        eta: scalar step size (may be traced).
+        w0: ``(d,)`` start; default the prior mean ``mu``.
+
+    Returns:
+        ``()`` the exact risk.
+    """
+    check_exact(ex)
+    d = ex.d
+    w0 = jnp.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"))
+    eta = jnp.asarray(eta)
+    if eta.ndim != 0:
+        raise ValueError(f"eta must be a scalar, got shape {tuple(eta.shape)}")
+    dt = jnp.result_type(w0.dtype, eta.dtype, float)
+    return _gd_risk_core(eta.astype(dt), w0.astype(dt), *ex_arrays(ex, dt))
