@@ -18,13 +18,54 @@ re-exported here, the rest live in the submodules, one concern each:
 * :mod:`iclgd.plot` -- every figure of the book.
 """
 
-from .config import pick, scale
-from .tasks import Prior, TaskBatch, embed, embed_zero_query, linear_guess, make_prior, sample_tasks
-from .metrics import cosine, mse
 from . import models
+from .baselines import bayes_posterior_mean, gd_one_step, ridge, ridge_weights
+from .config import pick, scale
+from .metrics import cosine, mse
 from .models import Model
 from .models.lsa import gd_weights, init_lsa, init_yq_lsa, lsa_output, lsa_predict, yq_lsa_predict
-from .baselines import bayes_posterior_mean, gd_one_step, ridge, ridge_weights
-from .training import History, TrainResult, evaluate, make_optimizer, sampled_loss, train, train_seeds
+from .tasks import Prior, TaskBatch, embed, embed_zero_query, linear_guess, make_prior, sample_tasks
+from .training import (
+    History,
+    TrainResult,
+    evaluate,
+    make_optimizer,
+    sampled_loss,
+    train,
+    train_seeds,
+)
+
+__all__ = [
+    "pick",
+    "scale",
+    "Prior",
+    "TaskBatch",
+    "embed",
+    "embed_zero_query",
+    "linear_guess",
+    "make_prior",
+    "sample_tasks",
+    "cosine",
+    "mse",
+    "models",
+    "Model",
+    "gd_weights",
+    "init_lsa",
+    "init_yq_lsa",
+    "lsa_output",
+    "lsa_predict",
+    "yq_lsa_predict",
+    "bayes_posterior_mean",
+    "gd_one_step",
+    "ridge",
+    "ridge_weights",
+    "History",
+    "TrainResult",
+    "evaluate",
+    "make_optimizer",
+    "sampled_loss",
+    "train",
+    "train_seeds",
+]
 
 __version__ = "0.1.0"

@@ -8,7 +8,11 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
+NOTEBOOKS = sorted(
+    p
+    for p in (ROOT / "book").rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+)
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = (ROOT / "_toc.yml").read_text()
 
@@ -29,18 +33,46 @@ def test_notebook_conventions(path):
     code = _code_cells(nb)
     # 1. Colab bootstrap first, installing from the repository named in _config.yml
     first = "".join(code[0]["source"])
-    assert "except ModuleNotFoundError" in first and "%pip install" in first, "first cell must be the Colab bootstrap"
+    assert "except ModuleNotFoundError" in first and "%pip install" in first, (
+        "first cell must be the Colab bootstrap"
+    )
     url = CONFIG["repository"]["url"]
     assert f"git+{url}" in first, f"bootstrap must install from repository.url = {url}"
     assert "jax" not in re.sub(r"#.*", "", first), "the bootstrap must not (re)install jax"
     # 2. committed with outputs, executed top to bottom in one fresh kernel
     counts = [c["execution_count"] for c in code]
-    assert counts == list(range(1, len(code) + 1)), f"execution counts {counts}: re-run in a fresh kernel"
+    assert counts == list(range(1, len(code) + 1)), (
+        f"execution counts {counts}: re-run in a fresh kernel"
+    )
     # 3. claims are asserted, and no unexpected errors are stored
     assert any("assert" in "".join(c["source"]) for c in code)
     for c in code:
         tags = c.get("metadata", {}).get("tags", [])
         for o in c.get("outputs", []):
-            assert o["output_type"] != "error" or "raises-exception" in tags, "stored error in an untagged cell"
+            assert o["output_type"] != "error" or "raises-exception" in tags, (
+                "stored error in an untagged cell"
+            )
     # 4. the notebook's run record exists (scripts/execute_notebooks.py)
-    assert "execution" in nb["metadata"].get("iclgd", {}), "execute with scripts/execute_notebooks.py"
+    assert "execution" in nb["metadata"].get("iclgd", {}), (
+        "execute with scripts/execute_notebooks.py"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebooks_keep_code_in_the_library(path):
+    """No helper defined in a chapter, short cells, figures drawn by iclgd.plot with folded code."""
+    code = _code_cells(json.loads(path.read_text()))
+    for i, c in enumerate(code):
+        src = "".join(c["source"])
+        where = f"code cell {i + 1}"
+        defs = re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", src, re.M)
+        assert not defs, f"{where} defines {defs}: move it into iclgd with a unit test"
+        n = len(src.strip().splitlines())
+        assert n <= 25, f"{where} has {n} lines (at most 25)"
+        tags = c.get("metadata", {}).get("tags", [])
+        if re.search(r"\biclgd\.plot\.\w+\(", src):
+            assert "hide-input" in tags, f"{where} draws a figure: tag it hide-input"
+        if i > 0:  # the bootstrap is the only cell allowed to fold its code for another reason
+            assert not re.search(r"\bplt\.subplots?\(|\.plot\(|\.hist\(", src) or re.search(
+                r"\biclgd\.plot\.", src
+            ), f"{where} draws with matplotlib directly: add a function to iclgd.plot"
