@@ -69,3 +69,15 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = ("exact", "symbolic", "plot", "lsa_sweep", "representation", "training", "baselines")
+
+
+def __getattr__(name: str):
+    """``iclgd.exact``, ``iclgd.symbolic``, ``iclgd.plot``, ... without an explicit import (PEP 562);
+    sympy and matplotlib are imported only when a chapter first uses them."""
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
