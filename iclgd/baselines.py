@@ -3,8 +3,8 @@
 * :func:`gd_one_step`: one gradient step on the context least-squares loss from any ``w0``,
   ``w1 = w0 - (eta/C) X^T (X w0 - y)``, and its prediction ``w1^T x_q`` (Xie et al. eq. 9).
 * :func:`bayes_posterior_mean`: the Bayes-optimal predictor under a Gaussian prior.
-* :func:`ridge_weights` and :func:`ridge`: ridge regression on the context -- the one ridge of iclgd,
-  also behind Part II's eq. 20 and eq. 25 (:mod:`iclgd.representation`).
+* :func:`ridge_weights` and :func:`ridge`: ridge regression on the context -- the one ridge of
+  iclgd, also behind Part II's eq. 20 and eq. 25 (:mod:`iclgd.representation`).
 
 The exact risk of one GD step and its optimal step size are in :mod:`iclgd.exact`
 (:func:`iclgd.exact.gd_risk`, :func:`iclgd.exact.gd_optimal`); the chapter "The shared setting"
@@ -57,8 +57,8 @@ def gd_one_step(X: jax.Array, y: jax.Array, x_q: jax.Array, w0, eta: float) -> j
 def bayes_posterior_mean(tasks: TaskBatch, prior: Prior) -> jax.Array:
     """Bayes-optimal prediction ``E[w_hat | X, y]^T x_q`` under the Gaussian prior.
 
-    ``E[w_hat | X, y] = mu + Omega X^T (X Omega X^T + sigma^2 I)^+ (y - X mu)`` (a pseudo-inverse, so
-    the noise-free case with ``C > d`` is covered: the posterior mean then interpolates).
+    ``E[w_hat | X, y] = mu + Omega X^T (X Omega X^T + sigma^2 I)^+ (y - X mu)`` (a pseudo-inverse,
+    so the noise-free case with ``C > d`` is covered: the posterior mean then interpolates).
 
     Returns:
         ``(B,)`` predictions.
@@ -77,10 +77,11 @@ def bayes_posterior_mean(tasks: TaskBatch, prior: Prior) -> jax.Array:
 def ridge_weights(X: jax.Array, y: jax.Array, reg) -> jax.Array:
     """Ridge regression on each prompt's context, batched.
 
-    ``w = argmin_w 1/(2C) sum_i (y_i - w^T x_i)^2 + reg/2 ||w||^2 = (X^T X + C reg I_d)^{-1} X^T y``,
-    computed in the ``C x C`` (dual) form ``X^T (X X^T + C reg I_C)^{-1} y`` when ``C <= d`` and in the
-    ``d x d`` (primal) form otherwise (a static, shape-based choice). So ``reg = 0`` gives the
-    minimum-norm interpolant (``C <= d``, ``X`` of full row rank) or least squares (``C > d``).
+    ``w = argmin_w 1/(2C) sum_i (y_i - w^T x_i)^2 + reg/2 ||w||^2
+    = (X^T X + C reg I_d)^{-1} X^T y``, computed in the ``C x C`` (dual) form
+    ``X^T (X X^T + C reg I_C)^{-1} y`` when ``C <= d`` and in the ``d x d`` (primal) form otherwise
+    (a static, shape-based choice). So ``reg = 0`` gives the minimum-norm interpolant (``C <= d``,
+    ``X`` of full row rank) or least squares (``C > d``).
 
     Args:
         X: ``(B, C, d)`` context inputs, or ``(C, d)`` shared by every prompt (Part II's features).

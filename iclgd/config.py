@@ -1,8 +1,8 @@
 """The one scale knob of iclgd.
 
 Every experiment in the book reads its size (training steps, batch sizes, seeds, sweep grids) from
-:func:`pick`, which looks at the environment variable ``ICLGD_SCALE`` -- the only place in iclgd that
-reads it.
+:func:`pick`, which looks at the environment variable ``ICLGD_SCALE`` -- the only place in iclgd
+that reads it.
 
 * ``ci`` (default): small enough that ``pytest --nbval book`` finishes in minutes on 2 CPU cores,
   large enough that every figure still shows the paper's effect.

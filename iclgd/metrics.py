@@ -1,7 +1,7 @@
 """Errors and similarities shared by every model family: the one squared-error helper of iclgd.
 
-* :func:`mse` -- the mean squared error over a batch (every loss in iclgd is built from it; Part II's
-  losses carry the paper's factor 1/2 in front of it).
+* :func:`mse` -- the mean squared error over a batch (every loss in iclgd is built from it;
+  Part II's losses carry the paper's factor 1/2 in front of it).
 * :func:`cosine` -- cosine similarity along the last axis.
 * :func:`input_gradient` and :func:`compare_predictors` -- do two predictors compute the same
   function? Xie et al. App. C.2 compares predictions and input gradients ``d f / d x_q``.
@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -49,7 +49,9 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
         ``(...)``.
     """
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return jnp.sum(a * b, -1) / (jnp.linalg.norm(a, axis=-1) * jnp.linalg.norm(b, axis=-1))
 
 
@@ -76,8 +78,8 @@ def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
         tasks: a :class:`~iclgd.tasks.TaskBatch`.
 
     Returns:
-        A dict of NumPy arrays and floats: ``pred_diff`` ``(B,)`` ``|f_a - f_b|``, ``pred_scale`` the
-        rms of ``f_b``; ``grad_diff`` ``(B,)`` ``|grad f_a - grad f_b|`` (input gradients),
+        A dict of NumPy arrays and floats: ``pred_diff`` ``(B,)`` ``|f_a - f_b|``, ``pred_scale``
+        the rms of ``f_b``; ``grad_diff`` ``(B,)`` ``|grad f_a - grad f_b|`` (input gradients),
         ``grad_scale`` the mean ``|grad f_b|``; ``cos`` ``(B,)`` the cosine of the two input
         gradients; ``cos_ref`` ``(B,)`` the cosine of ``grad f_b`` with each prompt's true task
         weights ``tasks.w`` (how well the reference itself recovers the task).

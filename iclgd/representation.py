@@ -42,8 +42,9 @@ Shapes: ``B`` batch (prompts), ``K`` dictionary size, ``N`` prompt length, ``d``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,8 +74,8 @@ __all__ = [
 class RepresentationSpec(NamedTuple):
     """A task of ICL with representations (a pytree of arrays; jit-safe: ``N`` is a shape).
 
-    The dictionary is split into the ``N`` prompt tokens and the ``K - N`` query tokens so that every
-    size is static under ``jit``.
+    The dictionary is split into the ``N`` prompt tokens and the ``K - N`` query tokens so that
+    every size is static under ``jit``.
 
     Attributes:
         tokens_P: ``(N, d)`` prompt tokens ``v_1 .. v_N`` (rows; the paper's ``V^T``, eq. 3).
@@ -83,7 +84,8 @@ class RepresentationSpec(NamedTuple):
         ZQ: ``(m, K-N)`` query features ``(f(v_{N+1}), ..., f(v_K))`` (eq. 19).
         tau: ``()`` label-noise variance ``tau`` of eq. 1 (``eps_k ~ N(0, tau I_m)``).
         lam_mean: ``(m,)`` mean of ``lambda``'s distribution ``D_lambda``.
-        lam_std: ``()`` standard deviation of each ``lambda_i`` (``D_lambda = N(lam_mean, lam_std^2 I)``).
+        lam_std: ``()`` standard deviation of each ``lambda_i``
+            (``D_lambda = N(lam_mean, lam_std^2 I)``).
     """
 
     tokens_P: jax.Array
@@ -144,7 +146,8 @@ class RepresentationBatch(NamedTuple):
 
 
 def random_dictionary(key: jax.Array, K: int, d: int) -> jax.Array:
-    """``K`` unit-norm tokens: standard Gaussian vectors (Sec. 4) normalised to ``||v_k||_2 = 1`` (Sec. 2).
+    """``K`` unit-norm tokens: standard Gaussian vectors (Sec. 4) normalised to
+    ``||v_k||_2 = 1`` (Sec. 2).
 
     Args:
         key: PRNG key.
@@ -200,9 +203,10 @@ def make_representation_spec(
 ) -> RepresentationSpec:
     """Build and validate a :class:`RepresentationSpec`.
 
-    Defaults follow the paper's experiments (Sec. 4): tokens standard Gaussian then normalised to unit
-    norm, features ``f(v_k)`` i.i.d. standard Gaussian (a random lookup table), ``lambda ~ N(0, I_m)``.
-    Fig. 2 uses ``K=200, d=100, m=20, N=30``; Fig. 3 ``K=200, m=100, tau=0.01, N in 50..150``.
+    Defaults follow the paper's experiments (Sec. 4): tokens standard Gaussian then normalised to
+    unit norm, features ``f(v_k)`` i.i.d. standard Gaussian (a random lookup table),
+    ``lambda ~ N(0, I_m)``. Fig. 2 uses ``K=200, d=100, m=20, N=30``; Fig. 3
+    ``K=200, m=100, tau=0.01, N in 50..150``.
 
     Args:
         key: PRNG key for whatever is generated (tokens and/or features); may be ``None`` only if
@@ -211,11 +215,12 @@ def make_representation_spec(
         d: token dimension, ``d >= 1``.
         m: number of basis functions, ``m >= 1``.
         N: prompt length, ``1 <= N < K``.
-        tau: label-noise variance ``tau >= 0`` of eq. 1 (the paper assumes ``tau > 0``; ``tau = 0`` is
-            the noise-free case of Sec. 3.3).
+        tau: label-noise variance ``tau >= 0`` of eq. 1 (the paper assumes ``tau > 0``; ``tau = 0``
+            is the noise-free case of Sec. 3.3).
         tokens: optional ``(K, d)`` dictionary (rows unit-norm, satisfying Assumption 3).
         f: optional representation map, a callable ``(d,) -> (m,)`` (vmapped over the dictionary).
-        features: optional ``(K, m)`` table of ``f(v_k)`` (rows); give at most one of ``f``, ``features``.
+        features: optional ``(K, m)`` table of ``f(v_k)`` (rows); give at most
+            one of ``f``, ``features``.
         lam_mean: mean of ``lambda``, a scalar or ``(m,)``.
         lam_std: standard deviation of each ``lambda_i``, ``>= 0``.
 
@@ -231,13 +236,19 @@ def make_representation_spec(
     m = v.positive_int("m", m)
     N = v.positive_int("N", N)
     if N >= K:
-        raise ValueError(f"N must satisfy 1 <= N < K = {K} (the prompt is the first N of K tokens), got {N}")
+        raise ValueError(
+            f"N must satisfy 1 <= N < K = {K} (the prompt is the first N of K tokens), got {N}"
+        )
     tau = v.nonneg_float("tau", tau)
     lam_std = v.nonneg_float("lam_std", lam_std)
     if f is not None and features is not None:
-        raise ValueError("give at most one of f (a callable) and features (a (K, m) table), got both")
+        raise ValueError(
+            "give at most one of f (a callable) and features (a (K, m) table), got both"
+        )
     if f is not None and not callable(f):
-        raise ValueError(f"f must be a callable mapping a (d,) token to (m,) features, got {type(f).__name__}")
+        raise ValueError(
+            f"f must be a callable mapping a (d,) token to (m,) features, got {type(f).__name__}"
+        )
     need_key = tokens is None or (f is None and features is None)
     if need_key and key is None:
         raise ValueError("key must be a PRNG key when tokens or features are generated, got None")
@@ -256,17 +267,26 @@ def make_representation_spec(
         tokens = jnp.asarray(tokens, dtype=float)
         norms = np.linalg.norm(np.asarray(tokens, dtype=np.float64), axis=-1)
         if not np.allclose(norms, 1.0, atol=1e-4):
-            raise ValueError(f"tokens must be unit-norm (||v_k||_2 = 1), got norms in [{norms.min():.4g}, {norms.max():.4g}]")
+            raise ValueError(
+                "tokens must be unit-norm (||v_k||_2 = 1), "
+                f"got norms in [{norms.min():.4g}, {norms.max():.4g}]"
+            )
     tok_np = np.asarray(tokens)
     if np.unique(tok_np, axis=0).shape[0] != K:
-        raise ValueError(f"tokens must be K = {K} distinct vectors (the dictionary V of Sec. 2), got repeated rows")
+        raise ValueError(
+            f"tokens must be K = {K} distinct vectors (the dictionary V of Sec. 2), "
+            "got repeated rows"
+        )
     _check_assumption3(tok_np[:N])
 
     if f is not None:
         try:
             features = jax.vmap(f)(tokens)
         except Exception as exc:  # the callable itself is at fault
-            raise ValueError(f"f must map a (d,) = ({d},) token to (m,) = ({m},) features; calling it failed: {exc}") from exc
+            raise ValueError(
+                f"f must map a (d,) = ({d},) token to (m,) = ({m},) features; "
+                f"calling it failed: {exc}"
+            ) from exc
         v.shape("f(tokens)", features, (K, m), f"({K}, {m}) (f must return (m,) = ({m},))")
     elif features is None:
         features = drawn_features
@@ -280,7 +300,14 @@ def make_representation_spec(
         lam_mean = jnp.full((m,), lam_mean)
     v.shape("lam_mean", lam_mean, (m,), f"() or ({m},)")
     v.finite_array("lam_mean", lam_mean)
-    return _assemble_spec(tokens, features, jnp.asarray(tau, dtype=float), lam_mean, jnp.asarray(lam_std, dtype=float), N)
+    return _assemble_spec(
+        tokens,
+        features,
+        jnp.asarray(tau, dtype=float),
+        lam_mean,
+        jnp.asarray(lam_std, dtype=float),
+        N,
+    )
 
 
 @partial(jax.jit, static_argnums=(5,))
@@ -299,11 +326,10 @@ def _assemble_spec(tokens, features, tau, lam_mean, lam_std, N):
 def check_spec(spec) -> RepresentationSpec:
     if not isinstance(spec, RepresentationSpec):
         raise ValueError(
-            f"spec must be an iclgd.representation.RepresentationSpec (use make_representation_spec), "
-            f"got {type(spec).__name__}"
+            f"spec must be an iclgd.representation.RepresentationSpec "
+            f"(use make_representation_spec), got {type(spec).__name__}"
         )
     return spec
-
 
 
 def _lambda_law(spec, lam_mean, lam_std) -> tuple[jax.Array, jax.Array]:
@@ -316,7 +342,10 @@ def _lambda_law(spec, lam_mean, lam_std) -> tuple[jax.Array, jax.Array]:
     std = spec.lam_std if lam_std is None else jnp.asarray(v.nonneg_float("lam_std", lam_std))
     return mean, std
 
-def sample_lambda(key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean=None, lam_std=None) -> jax.Array:
+
+def sample_lambda(
+    key: jax.Array, spec: RepresentationSpec, batch: int, lam_mean=None, lam_std=None
+) -> jax.Array:
     """Draw ``lambda ~ N(lam_mean, lam_std^2 I_m)``, one per prompt (Sec. 4).
 
     Args:
@@ -349,10 +378,11 @@ def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
         y: ``(B, N)`` prompt labels.
 
     Returns:
-        ``(B, d+1, K)``: column ``k`` is ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` for ``k > N``.
+        ``(B, d+1, K)``: column ``k`` is ``(v_k, y_k)`` for ``k <= N`` and
+        ``(v_k, 0)`` for ``k > N``.
     """
     spec = check_spec(spec)
-    N, K = spec.N, spec.K
+    N = spec.N
     v.shape("y", y, (None, N), f"(B, {N})")
     return _embed(spec, jnp.asarray(y))
 
@@ -365,8 +395,11 @@ def _embed(spec, y):
     return jnp.concatenate([V, labels[:, None, :]], axis=1)
 
 
-def representation_labels(key: jax.Array, spec: RepresentationSpec, lam: jax.Array) -> RepresentationBatch:
-    """Labels of all ``K`` tokens for given coefficients ``lambda`` (eq. 1), noise drawn from ``key``.
+def representation_labels(
+    key: jax.Array, spec: RepresentationSpec, lam: jax.Array
+) -> RepresentationBatch:
+    """Labels of all ``K`` tokens for given coefficients ``lambda`` (eq. 1),
+    noise drawn from ``key``.
 
     Useful at inference time, where ``lambda`` may lie outside the training distribution (Thm. 2).
 
@@ -379,7 +412,7 @@ def representation_labels(key: jax.Array, spec: RepresentationSpec, lam: jax.Arr
         A :class:`RepresentationBatch`.
     """
     spec = check_spec(spec)
-    m, K, N = spec.m, spec.K, spec.N
+    m = spec.m
     v.shape("lam", lam, (None, m), f"(B, {m})")
     v.finite_array("lam", lam)
     return _labels(key, spec, jnp.asarray(lam))
@@ -405,7 +438,8 @@ def sample_representation_tasks(
 ) -> RepresentationBatch:
     """Draw ``batch`` prompts: ``lambda ~ D_lambda`` per prompt, then labels of all tokens (eq. 1).
 
-    The dictionary, ``f`` and ``N`` are fixed by ``spec``; only ``lambda`` and the noise differ per prompt.
+    The dictionary, ``f`` and ``N`` are fixed by ``spec``; only ``lambda`` and
+    the noise differ per prompt.
 
     Args:
         key: PRNG key.
@@ -487,7 +521,8 @@ def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
 
 
 def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
-    """The trained transformer's limit output ``y_star = (y, (Z^Q)^T lam_hat)`` of eq. 22 (``lam_hat`` of eq. 20).
+    """The trained transformer's limit output ``y_star = (y, (Z^Q)^T lam_hat)`` of
+    eq. 22 (``lam_hat`` of eq. 20).
 
     Args:
         spec: the task.
@@ -507,7 +542,8 @@ def _complete(y, lam, ZQ):
 
 
 def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
-    """The best possible output ``y_best = (y, (Z^Q)^T lam_hat_tau)`` of eq. 23 (``lam_hat_tau`` of eq. 25).
+    """The best possible output ``y_best = (y, (Z^Q)^T lam_hat_tau)`` of eq. 23
+    (``lam_hat_tau`` of eq. 25).
 
     Args:
         spec: the task.
@@ -524,9 +560,9 @@ def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
 def limit_matrix(spec: RepresentationSpec) -> jax.Array:
     """The matrix ``A = (Z^T Z + m tau I_N)^{-1} (Z^T Z_hat + (m tau I_N, 0))`` of eq. 34.
 
-    The trained transformer's ``A_hat(theta)`` (eq. 35) converges to ``A``; ``y_star_k = <y, A[:, k]>``
-    (eq. 27), so ``A[:, :N] = I_N``. Requires ``Z^T Z + m tau I`` invertible (``tau > 0``, or
-    ``N <= m`` with ``Z`` of full column rank).
+    The trained transformer's ``A_hat(theta)`` (eq. 35) converges to ``A``;
+    ``y_star_k = <y, A[:, k]>`` (eq. 27), so ``A[:, :N] = I_N``. Requires ``Z^T Z + m tau I``
+    invertible (``tau > 0``, or ``N <= m`` with ``Z`` of full column rank).
 
     Returns:
         ``(N, K)``.
@@ -534,7 +570,10 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
     spec = check_spec(spec)
     A = _limit_matrix(spec)
     if not v.is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
-        raise ValueError("spec must have Z^T Z + m tau I_N invertible (tau > 0, or N <= m and Z of full column rank)")
+        raise ValueError(
+            "spec must have Z^T Z + m tau I_N invertible "
+            "(tau > 0, or N <= m and Z of full column rank)"
+        )
     return A
 
 
@@ -542,19 +581,22 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
 def _limit_matrix(spec):
     Z, N, m = spec.Z, spec.N, spec.m
     G = Z.T @ Z + m * spec.tau * jnp.eye(N)
-    rhs = Z.T @ spec.Z_hat + jnp.concatenate([m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1)
+    rhs = Z.T @ spec.Z_hat + jnp.concatenate(
+        [m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1
+    )
     return jnp.linalg.solve(G, rhs)
 
 
 def optimal_loss(spec: RepresentationSpec) -> jax.Array:
     """``L* = inf_theta L(theta)``, the constant of Lemma 5 (eq. 36), under Assumption 1.
 
-    ``L* = 1/(2K) [ sum_{k<=N} (||z_k||^2 + m tau - (Z^T z_k + m tau e_k)^T G^{-1} (Z^T z_k + m tau e_k))
-    + sum_{k>N} (||z_k||^2 + m tau - (Z^T z_k)^T G^{-1} Z^T z_k) ]`` with ``G = Z^T Z + m tau I_N``.
+    ``L* = 1/(2K) [ sum_{k<=N} (||z_k||^2 + m tau - (Z^T z_k + m tau e_k)^T G^{-1}
+    (Z^T z_k + m tau e_k)) + sum_{k>N} (||z_k||^2 + m tau - (Z^T z_k)^T G^{-1} Z^T z_k) ]`` with
+    ``G = Z^T Z + m tau I_N``.
 
-    Note: the paper's ``c'_k`` (query tokens, eq. 79 and the second sum of ``L*``) omits the ``+ m tau``;
-    it is needed because eq. 77 gives ``m tau (||a_k||^2 + 1)`` for ``k > N`` -- the label noise
-    ``lambda^T eps_k`` of an unseen token is independent of the prompt and irreducible
+    Note: the paper's ``c'_k`` (query tokens, eq. 79 and the second sum of ``L*``) omits the
+    ``+ m tau``; it is needed because eq. 77 gives ``m tau (||a_k||^2 + 1)`` for ``k > N`` -- the
+    label noise ``lambda^T eps_k`` of an unseen token is independent of the prompt and irreducible
     (``E (lambda^T eps_k)^2 = m tau``). With it, ``L*`` equals the population loss at ``A_hat = A``
     (:func:`iclgd.softmax.population_loss_from_A`); each prompt-token term is exactly 0.
 
@@ -562,7 +604,8 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
         ``()``.
 
     Raises:
-        ValueError: if ``spec``'s ``lambda`` distribution violates Assumption 1 (mean 0, variance 1).
+        ValueError: if ``spec``'s ``lambda`` distribution violates
+            Assumption 1 (mean 0, variance 1).
     """
     spec = check_spec(spec)
     if not v.is_tracer(spec.lam_std) and (
@@ -570,7 +613,8 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
     ):
         raise ValueError(
             "spec must satisfy Assumption 1 (lam_mean = 0, lam_std = 1) for L* of Lemma 5, "
-            f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = {float(np.abs(np.asarray(spec.lam_mean)).max())}"
+            f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = "
+            f"{float(np.abs(np.asarray(spec.lam_mean)).max())}"
         )
     return _optimal_loss(spec)
 
@@ -580,7 +624,9 @@ def _optimal_loss(spec):
     Z, N, m, K = spec.Z, spec.N, spec.m, spec.K
     mt = m * spec.tau
     G = Z.T @ Z + mt * jnp.eye(N)
-    R = Z.T @ spec.Z_hat + jnp.concatenate([mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1)  # (N, K)
+    R = Z.T @ spec.Z_hat + jnp.concatenate(
+        [mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1
+    )  # (N, K)
     quad = jnp.sum(R * jnp.linalg.solve(G, R), axis=0)  # (K,)
     const = jnp.sum(spec.Z_hat**2, axis=0) + mt
     return jnp.sum(const - quad) / (2 * K)

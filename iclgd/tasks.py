@@ -7,11 +7,12 @@ A *prior* fixes the task distribution:
 * labels ``y_i = <w_hat, x_i> + noise_i`` with ``noise_i ~ N(0, noise_std**2)``; the query target
   ``y = <w_hat, x_q> + noise``.
 
-Part I (Xie et al.) uses ``mu = w_star``, ``Sigma = Omega = I``, no noise; Part III (Ahn et al.) uses
-``mu = 0``, ``Sigma = U Lambda U^T`` and ``Omega = I`` or ``Sigma^{-1}``.
+Part I (Xie et al.) uses ``mu = w_star``, ``Sigma = Omega = I``, no noise; Part III (Ahn et al.)
+uses ``mu = 0``, ``Sigma = U Lambda U^T`` and ``Omega = I`` or ``Sigma^{-1}``.
 
 A :class:`TaskBatch` holds the raw arrays; :func:`embed` builds Part I's embedding (eq. 2) with any
-initial guess ``y_q``, and :func:`embed_zero_query` builds Part III's embedding (eq. 1), i.e. ``y_q = 0``.
+initial guess ``y_q``, and :func:`embed_zero_query` builds Part III's embedding
+(eq. 1), i.e. ``y_q = 0``.
 
 Shapes: ``B`` batch (prompts), ``C`` context length, ``d`` input dimension.
 """
@@ -108,8 +109,14 @@ def make_prior(
         >>> prior = make_prior(10, mu=jnp.ones(10))   # Part I, ||w_star||^2 = 10
     """
     d = v.positive_int("d", d)
-    mu = jnp.zeros(d) if mu is None else jnp.asarray(v.finite_array("mu", v.shape("mu", mu, (d,), f"({d},)")), dtype=float)
-    Sigma = jnp.eye(d) if Sigma is None else jnp.asarray(v.spd_matrix("Sigma", Sigma, d), dtype=float)
+    mu = (
+        jnp.zeros(d)
+        if mu is None
+        else jnp.asarray(v.finite_array("mu", v.shape("mu", mu, (d,), f"({d},)")), dtype=float)
+    )
+    Sigma = (
+        jnp.eye(d) if Sigma is None else jnp.asarray(v.spd_matrix("Sigma", Sigma, d), dtype=float)
+    )
     if Omega is None:
         Omega = jnp.eye(d)
         L_Omega = jnp.eye(d)
@@ -147,13 +154,15 @@ def _rotl32(x: jax.Array, r: int) -> jax.Array:
 
 def _threefry2x32(k1, k2, x1, x2):
     """Threefry-2x32 with 20 rounds (Salmon et al. 2011), unrolled: the same function as JAX's
-    ``threefry2x32`` primitive, written with elementwise ``lax`` ops so that XLA fuses it into one loop
-    (on CPU JAX lowers the primitive as a rolled 5-iteration loop, which is ~10x slower)."""
+    ``threefry2x32`` primitive, written with elementwise ``lax`` ops so that XLA fuses it into one
+    loop (on CPU JAX lowers the primitive as a rolled 5-iteration loop, which is ~10x slower)."""
     rot0, rot1 = (13, 15, 26, 6), (17, 29, 16, 24)
     ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
     x1 = x1 + ks[0]
     x2 = x2 + ks[1]
-    for i, (rots, a, b) in enumerate(((rot0, 1, 2), (rot1, 2, 0), (rot0, 0, 1), (rot1, 1, 2), (rot0, 2, 0))):
+    for i, (rots, a, b) in enumerate(
+        ((rot0, 1, 2), (rot1, 2, 0), (rot0, 0, 1), (rot1, 1, 2), (rot0, 2, 0))
+    ):
         for r in rots:
             x1 = x1 + x2
             x2 = x1 ^ _rotl32(x2, r)
@@ -169,18 +178,22 @@ def _is_threefry_key(key) -> bool:
     if jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
         return str(jax.random.key_impl(key)) == "threefry2x32"
     # legacy raw uint32 keys follow the default implementation
-    return dt == np.uint32 and key.shape[-1:] == (2,) and jax.config.jax_default_prng_impl == "threefry2x32"
+    return (
+        dt == np.uint32
+        and key.shape[-1:] == (2,)
+        and jax.config.jax_default_prng_impl == "threefry2x32"
+    )
 
 
 @partial(jax.jit, static_argnums=1)
 def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """``jax.random.normal(key, shape)`` (default float dtype), computed faster for threefry keys.
 
-    For a threefry key this reproduces JAX's algorithm step by step -- partitionable threefry bits of
-    the flat counter ``0 .. n-1`` (``jax_threefry_partitionable``, JAX's default), a uniform on
-    ``[nextafter(-1, 0), 1)`` from the top mantissa bits, ``sqrt(2) erfinv(u)`` -- so the numbers are
-    bit-identical to ``jax.random.normal`` (tested), and exactly ``N(0, 1)`` in distribution up to
-    floating-point resolution. Two changes make it ~5x faster on CPU: the unrolled hash (see
+    For a threefry key this reproduces JAX's algorithm step by step -- partitionable threefry bits
+    of the flat counter ``0 .. n-1`` (``jax_threefry_partitionable``, JAX's default), a uniform on
+    ``[nextafter(-1, 0), 1)`` from the top mantissa bits, ``sqrt(2) erfinv(u)`` -- so the numbers
+    are bit-identical to ``jax.random.normal`` (tested), and exactly ``N(0, 1)`` in distribution up
+    to floating-point resolution. Two changes make it ~5x faster on CPU: the unrolled hash (see
     :func:`_threefry2x32`), and computing on the flat counter inside a 2-step ``lax.scan`` so that
     the normals are materialised once, then reshaped (a bitcast), instead of being fused into every
     consumer over a ``(B, C+1, d)`` index space with a short last axis, which defeats vectorisation.
@@ -204,7 +217,9 @@ def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     m = -(-n // chunks)
 
     def chunk(carry, offset):
-        ctr = jax.lax.iota(np.uint32, m) + offset  # flat counter, as jax's iota_2x32_shape (n < 2^32)
+        ctr = (
+            jax.lax.iota(np.uint32, m) + offset
+        )  # flat counter, as jax's iota_2x32_shape (n < 2^32)
         b1, b2 = _threefry2x32(k1, k2, jnp.zeros_like(ctr), ctr)
         if nbits == 32:
             bits = b1 ^ b2
@@ -235,10 +250,10 @@ def _is_concrete_zero(s) -> bool:
 def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
     """Draw ``batch`` independent prompts with ``C`` context examples each.
 
-    The key is split into three (inputs, task weights, label noise); each draws standard normals that
-    are bit-identical to ``jax.random.normal`` on the same key, but for threefry keys (the default)
-    they are computed by a fused, unrolled threefry (:func:`standard_normal`), several times faster
-    on CPU.
+    The key is split into three (inputs, task weights, label noise); each draws standard normals
+    that are bit-identical to ``jax.random.normal`` on the same key, but for threefry keys (the
+    default) they are computed by a fused, unrolled threefry (:func:`standard_normal`), several
+    times faster on CPU.
     Multiplications by an identity ``L_Sigma`` / ``L_Omega`` and the noise draw when
     ``noise_std == 0`` are skipped when the prior is concrete (they would not change any number).
 
@@ -255,7 +270,9 @@ def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
     C = v.positive_int("C", C)
     batch = v.positive_int("batch", batch)
     if not isinstance(prior, Prior):
-        raise ValueError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
+        raise ValueError(
+            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
+        )
     flags = (
         _is_concrete_identity(prior.L_Sigma),
         _is_concrete_identity(prior.L_Omega),
@@ -265,8 +282,11 @@ def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4))
-def _sample_tasks_jit(key, prior: Prior, C: int, batch: int, flags: tuple[bool, bool, bool]) -> TaskBatch:
-    """The body of :func:`sample_tasks`, jitted (so that eager calls are compiled once per shape)."""
+def _sample_tasks_jit(
+    key, prior: Prior, C: int, batch: int, flags: tuple[bool, bool, bool]
+) -> TaskBatch:
+    """The body of :func:`sample_tasks`, jitted (so that eager calls are
+    compiled once per shape)."""
     sigma_is_identity, omega_is_identity, noise_free = flags
     d = prior.d
     k_x, k_w, k_n = jax.random.split(key, 3)
@@ -279,7 +299,6 @@ def _sample_tasks_jit(key, prior: Prior, C: int, batch: int, flags: tuple[bool, 
     if not noise_free:
         ys = ys + prior.noise_std * standard_normal(k_n, ys.shape)
     return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
-
 
 
 def sample_tasks_reference(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
@@ -299,6 +318,7 @@ def sample_tasks_reference(key: jax.Array, prior: Prior, C: int, batch: int) -> 
     ys = jnp.einsum("bcd,bd->bc", xs, w)
     ys = ys + prior.noise_std * jax.random.normal(k_n, ys.shape)
     return TaskBatch(X=xs[:, :C], y=ys[:, :C], x_q=xs[:, C], y_target=ys[:, C], w=w)
+
 
 def linear_guess(x_q: jax.Array, guess=None, bias=0.0) -> jax.Array:
     """Initial guess ``y_q = x_q^T guess + bias`` (Part I Sec. 5.1.3).
@@ -370,7 +390,8 @@ def unembed(E: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     ``y_q (B,)``."""
     v.shape("E", E, (None, None, None), "(B, d+1, C+1)")
     if E.shape[1] < 2 or E.shape[2] < 2:
-        raise ValueError(f"E must have shape (B, d+1, C+1) with d, C >= 1, got shape {tuple(E.shape)}")
+        raise ValueError(
+            f"E must have shape (B, d+1, C+1) with d, C >= 1, got shape {tuple(E.shape)}"
+        )
     X = jnp.swapaxes(E[:, :-1, :-1], 1, 2)
     return X, E[:, -1, :-1], E[:, :-1, -1], E[:, -1, -1]
-

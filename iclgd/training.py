@@ -1,10 +1,10 @@
 """The trainer: optax optimisers, ``jit`` + ``lax.scan``, one compilation reused across calls.
 
-:func:`train` minimises ``loss_fn(params, key, *args) -> scalar``. A sampled loss draws a fresh batch
-of prompts from ``key`` at every step (:func:`sampled_loss`); an exact population risk ignores the
-key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm bar advances (on stderr) and the
-loop checks for divergence: a non-finite loss, gradient or parameter stops the run, the parameters of
-the last finite step are kept, and the result says where and why it stopped.
+:func:`train` minimises ``loss_fn(params, key, *args) -> scalar``. A sampled loss draws a fresh
+batch of prompts from ``key`` at every step (:func:`sampled_loss`); an exact population risk ignores
+the key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm bar advances (on stderr)
+and the loop checks for divergence: a non-finite loss, gradient or parameter stops the run, the
+parameters of the last finite step are kept, and the result says where and why it stopped.
 
 What the trainer offers the chapters:
 
@@ -15,8 +15,9 @@ What the trainer offers the chapters:
 * **History.** ``record_every=k`` stores the parameters, and optionally ``metrics(params)`` (any
   jittable function: an exact risk, a held-out loss, a distance to a target), at steps
   ``0, k, 2k, ..., steps``.
-* **Per-group learning rates.** ``learning_rate={"w": 1e-2, "Q": 1e-3}`` gives each top-level entry of a
-  parameter dict its own rate (``optax.multi_transform``), e.g. Part II's ``eta_w = gamma^2 eta_Q``.
+* **Per-group learning rates.** ``learning_rate={"w": 1e-2, "Q": 1e-3}`` gives each top-level entry
+  of a parameter dict its own rate (``optax.multi_transform``), e.g. Part II's
+  ``eta_w = gamma^2 eta_Q``.
 * **L-BFGS** (optax's, zoom line search) for one model or many seeds; it refuses a stochastic loss.
 
 Example::
@@ -31,7 +32,8 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -199,7 +201,11 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             (loss, aux), grads = jax.value_and_grad(value, has_aux=True)(params, k)
             if lbfgs:
                 updates, new_state = opt.update(
-                    grads, state, params, value=loss, grad=grads,
+                    grads,
+                    state,
+                    params,
+                    value=loss,
+                    grad=grads,
                     value_fn=lambda p: value(p, k)[0],
                 )
             else:
@@ -208,7 +214,9 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             finite = jnp.isfinite(loss) & _all_finite(grads) & _all_finite(new_params)
             live = i < end  # steps past `end` (the tail of the last chunk) are no-ops
             ok = finite & ~bad & live
-            keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, old)
+            keep = lambda new, old: jax.tree_util.tree_map(
+                lambda a, b: jnp.where(ok, a, b), new, old
+            )
             bad = bad | (~finite & live)
             return (keep(new_params, params), keep(new_state, state), bad), (
                 jnp.where(bad, jnp.nan, loss),
@@ -361,15 +369,27 @@ def train(
     chunk, every = _chunking(steps, chunk, record_every)
     if lbfgs and not fixed_key:
         _check_deterministic(loss_fn, params, key, args, has_aux)
-    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux,
-                  metrics if record_every is not None else None)
+    run = _runner(
+        loss_fn,
+        opt_key,
+        chunk,
+        every,
+        fixed_key,
+        has_aux,
+        metrics if record_every is not None else None,
+    )
     state = opt.init(params)
     bad = jnp.array(False)
     records = []
     if record_every is not None:
         m0 = jax.jit(metrics)(params) if metrics is not None else None
-        records.append((np.zeros(1, int), _host(jax.tree_util.tree_map(lambda x: x[None], params)),
-                        _host(jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], m0))))
+        records.append(
+            (
+                np.zeros(1, int),
+                _host(jax.tree_util.tree_map(lambda x: x[None], params)),
+                _host(jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], m0)),
+            )
+        )
     show = (steps >= 2000) if progress is None else bool(progress)
     bar = None
     if show:
@@ -395,9 +415,13 @@ def train(
                 at = done + every * np.arange(1, chunk // every + 1)
                 keep = (at - every < done + n) if stopped_at is None else (at <= stopped_at)
                 rec = _host(rec)
-                records.append((np.minimum(at, steps)[keep],
-                                jax.tree_util.tree_map(lambda x: x[keep], rec[0]),
-                                jax.tree_util.tree_map(lambda x: x[keep], rec[1])))
+                records.append(
+                    (
+                        np.minimum(at, steps)[keep],
+                        jax.tree_util.tree_map(lambda x: x[keep], rec[0]),
+                        jax.tree_util.tree_map(lambda x: x[keep], rec[1]),
+                    )
+                )
             if bar is not None:
                 bar.update(n)
             if stopped_at is not None:
@@ -413,11 +437,14 @@ def train(
     aux_all = _stack(auxes) if has_aux and auxes else None
     all_losses = np.concatenate(losses) if losses else np.zeros(0)
     if stopped_at is not None:
-        msg = (f"diverged: non-finite loss, gradient or parameter at step {stopped_at} of {steps}; "
-               f"returning the parameters of step {stopped_at}")
+        msg = (
+            f"diverged: non-finite loss, gradient or parameter at step {stopped_at} of {steps}; "
+            f"returning the parameters of step {stopped_at}"
+        )
         return TrainResult(params, all_losses, True, stopped_at, msg, history, aux_all)
-    return TrainResult(params, all_losses, False, None, f"completed {steps} steps", history,
-                       aux_all)
+    return TrainResult(
+        params, all_losses, False, None, f"completed {steps} steps", history, aux_all
+    )
 
 
 def train_seeds(
@@ -470,8 +497,13 @@ def train_seeds(
     records = []
     if record_every is not None:
         m0 = jax.jit(jax.vmap(metrics))(params) if metrics is not None else None
-        records.append((np.zeros(1, int), _host(jax.tree_util.tree_map(lambda x: x[:, None], params)),
-                        _host(jax.tree_util.tree_map(lambda x: x[:, None], m0))))
+        records.append(
+            (
+                np.zeros(1, int),
+                _host(jax.tree_util.tree_map(lambda x: x[:, None], params)),
+                _host(jax.tree_util.tree_map(lambda x: x[:, None], m0)),
+            )
+        )
     losses, auxes = [], []
     done = 0
     while done < steps:
@@ -486,9 +518,13 @@ def train_seeds(
             at = done + every * np.arange(1, chunk // every + 1)
             keep = at - every < done + n
             rec = _host(rec)
-            records.append((np.minimum(at, steps)[keep],
-                            jax.tree_util.tree_map(lambda x: x[:, keep], rec[0]),
-                            jax.tree_util.tree_map(lambda x: x[:, keep], rec[1])))
+            records.append(
+                (
+                    np.minimum(at, steps)[keep],
+                    jax.tree_util.tree_map(lambda x: x[:, keep], rec[0]),
+                    jax.tree_util.tree_map(lambda x: x[:, keep], rec[1]),
+                )
+            )
         done += n
     all_losses = np.concatenate(losses, axis=1)
     diverged = np.asarray(bad)
@@ -547,7 +583,9 @@ def sampled_loss(
     if not callable(predict):
         raise TypeError(f"model must be an iclgd Model or a predict function, got {model!r:.60}")
     if prior is not None and not isinstance(prior, Prior):
-        raise TypeError(f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}")
+        raise TypeError(
+            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
+        )
 
     def loss_with_prior(params, key, prior):
         tasks = sample_tasks(key, prior, C, batch)

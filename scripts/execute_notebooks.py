@@ -65,7 +65,9 @@ def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> 
     nb.metadata.setdefault("iclgd", {})["execution"] = {
         "wall_time_s": round(wall, 1),
         "scale": scale,
-        "executed_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "executed_at": _dt.datetime.now(_dt.timezone.utc)
+        .replace(microsecond=0)
+        .strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -77,7 +79,9 @@ def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
+    parser.add_argument(
+        "notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml"
+    )
     parser.add_argument("--scale", choices=("ci", "paper"), help="set ICLGD_SCALE for the kernels")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
     parser.add_argument("--kernel", default=None, help="kernel name (default: the notebook's)")
@@ -97,13 +101,20 @@ def main(argv: list[str] | None = None) -> int:
             wall = execute_one(path, timeout=args.timeout, kernel=args.kernel, scale=scale)
         except Exception as exc:  # nbclient.exceptions.CellExecutionError, timeouts, kernel death
             failed.append(path)
-            print(f"[FAILED]  {rel}: {type(exc).__name__}: {str(exc)[-2000:]}", file=sys.stderr, flush=True)
+            print(
+                f"[FAILED]  {rel}: {type(exc).__name__}: {str(exc)[-2000:]}",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
         print(f"[ok]      {rel}: {wall:.1f} s", flush=True)
     status = record_status.write_status()
     print(f"wrote {status.relative_to(REPO)}")
     if failed:
-        print(f"{len(failed)} notebook(s) failed: " + ", ".join(str(p) for p in failed), file=sys.stderr)
+        print(
+            f"{len(failed)} notebook(s) failed: " + ", ".join(str(p) for p in failed),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -61,7 +61,11 @@ _MACRO_EXAMPLES = {"T": r"\x^\T", "norm": r"\norm{\x}", "ip": r"\ip{\x}{\w}"}
 
 
 def _modules_markdown(body: str) -> str:
-    modules = [line.strip() for line in body.splitlines() if line.strip() and not line.strip().startswith("#")]
+    modules = [
+        line.strip()
+        for line in body.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     out = []
     for mod in modules:
         out.append(f"## `{mod}`\n")
@@ -77,11 +81,15 @@ def _note_undocumented(listed: list[str]) -> None:
     if not package.is_dir():
         return
     public = sorted(
-        f"iclgd.{m.name}" for m in pkgutil.iter_modules([str(package)]) if not m.name.startswith("_")
+        f"iclgd.{m.name}"
+        for m in pkgutil.iter_modules([str(package)])
+        if not m.name.startswith("_")
     )
     missing = [m for m in public if m not in listed]
     if missing:
-        logger.info("[iclgd] API page does not list: %s (add a line to book/api.md)", ", ".join(missing))
+        logger.info(
+            "[iclgd] API page does not list: %s (add a line to book/api.md)", ", ".join(missing)
+        )
 
 
 def _status_markdown(app: Sphinx) -> str:
@@ -103,7 +111,9 @@ def _status_markdown(app: Sphinx) -> str:
 
 
 def _macros_markdown(app: Sphinx) -> str:
-    macros: dict[str, Any] = ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+    macros: dict[str, Any] = ((app.config.mathjax3_config or {}).get("tex") or {}).get(
+        "macros"
+    ) or {}
     if not macros:
         return "No MathJax macros are configured."
     rows = ["| Macro | Renders as | Definition |", "| --- | --- | --- |"]
@@ -113,16 +123,22 @@ def _macros_markdown(app: Sphinx) -> str:
             body, nargs = definition[0], int(definition[1])
         else:
             body, nargs = definition, 0
-        example = _MACRO_EXAMPLES.get(name) or ("\\" + name + "".join("{" + "abc"[i] + "}" for i in range(nargs)))
-        shown = "`\\" + name + "`" if nargs == 0 else "`\\" + name + "".join("{#%d}" % (i + 1) for i in range(nargs)) + "`"
+        example = _MACRO_EXAMPLES.get(name) or (
+            "\\" + name + "".join("{" + "abc"[i] + "}" for i in range(nargs))
+        )
+        shown = (
+            "`\\" + name + "`"
+            if nargs == 0
+            else "`\\" + name + "".join(f"{{#{i + 1}}}" for i in range(nargs)) + "`"
+        )
         rows.append(f"| {shown} | ${example}$ | `{body}` |")
         arg = f"[{nargs}]" if nargs else ""
         newcommands.append(f"\\newcommand{{\\{name}}}{arg}{{{body}}}")
     preamble = "\n".join(newcommands)
     return "\n".join(rows) + (
-        "\n\nA notebook's markdown is also read outside the book (Jupyter, Colab), where these macros "
-        "are not configured. A notebook that uses them defines them in its first markdown cell, "
-        "inside a math block (invisible once rendered):\n\n"
+        "\n\nA notebook's markdown is also read outside the book (Jupyter, Colab), where these "
+        "macros are not configured. A notebook that uses them defines them in its first "
+        "markdown cell, inside a math block (invisible once rendered):\n\n"
         "```latex\n$$\n" + preamble + "\n$$\n```\n"
     )
 
@@ -143,7 +159,9 @@ def _expand(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = _BLOCK.sub(replace, text)
 
 
-def _skip_namedtuple_fields(app: Sphinx, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
+def _skip_namedtuple_fields(
+    app: Sphinx, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
     """Skip NamedTuple field accessors ("Alias for field number N"): the class docstring's
     Google-style ``Attributes:`` section already documents them (napoleon), and documenting both
     is a "duplicate object description" warning."""
@@ -157,4 +175,3 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("source-read", _expand)
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
-

@@ -8,7 +8,8 @@ URLs with networking off, lets MathJax run (``--virtual-time-budget``), and dump
 asserts that
 
 * every math element Sphinx wrote became MathJax output (``mjx-container``), with no TeX error and
-  no undefined macro, and no raw ``$$``, ``\\(``, ``\\[`` or ``\\begin{`` is left in the visible text;
+  no undefined macro, and no raw ``$$``, ``\\(``, ``\\[`` or ``\\begin{`` is
+  left in the visible text;
 * every ``<img>`` of a page is still in the DOM (its file is checked by the link check);
 * no built page has a broken internal link (``href``/``src`` to a local file, or to an anchor of
   one) and no page loads a script, stylesheet, image or font from the network;
@@ -29,7 +30,7 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -72,8 +73,10 @@ def _unavailable(reason: str) -> None:
 
 def _require_build() -> None:
     if not (HTML_DIR / "index.html").is_file():
-        _unavailable(f"{HTML_DIR.relative_to(REPO)} does not exist: build the book first with "
-                     "`jupyter-book build . -W --keep-going`")
+        _unavailable(
+            f"{HTML_DIR.relative_to(REPO)} does not exist: build the book first with "
+            "`jupyter-book build . -W --keep-going`"
+        )
 
 
 def _require_chromium() -> str:
@@ -141,7 +144,9 @@ def _chromium(args: list[str], timeout: float = 180) -> str:
             check=False,
         )
     if proc.returncode != 0:
-        raise AssertionError(f"chromium {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"chromium {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
     return proc.stdout
 
 
@@ -171,8 +176,32 @@ def rendered() -> dict[str, str]:
 class _Collector(HTMLParser):
     """Collects ids, link targets, visible text and element counts of one HTML document."""
 
-    SKIP_TEXT = {"script", "style", "pre", "code", "textarea", "mjx-container", "noscript", "svg", "title"}
-    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    SKIP_TEXT = {
+        "script",
+        "style",
+        "pre",
+        "code",
+        "textarea",
+        "mjx-container",
+        "noscript",
+        "svg",
+        "title",
+    }
+    VOID = {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -226,7 +255,7 @@ def _parse(text: str) -> _Collector:
     return c
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse_file(path: Path) -> _Collector:
     return _parse(path.read_text(encoding="utf8", errors="replace"))
 
@@ -259,11 +288,17 @@ def test_math_is_rendered_by_mathjax(rendered, page):
     errors += re.findall(r"<merror[^>]*>(.*?)</merror>", dom_text)
     assert not errors, f"{page}: MathJax errors: {errors[:5]}"
     undefined = re.findall(r'<mtext mathcolor="red">(\\[^<]*)</mtext>', dom_text)
-    assert not undefined, f"{page}: undefined TeX macros (add them to mathjax3_config in _config.yml?): {sorted(set(undefined))}"
+    assert not undefined, (
+        f"{page}: undefined TeX macros (add them to mathjax3_config in _config.yml?): "
+        f"{sorted(set(undefined))}"
+    )
     visible = html.unescape(" ".join(dom.text))
     for raw in ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{"):
         index = visible.find(raw)
-        assert index < 0, f"{page}: raw TeX {raw!r} left in the text: ...{visible[max(0, index - 80):index + 80]}..."
+        assert index < 0, (
+            f"{page}: raw TeX {raw!r} left in the text: "
+            f"...{visible[max(0, index - 80) : index + 80]}..."
+        )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -272,7 +307,9 @@ def test_images_are_present(rendered, page):
         pytest.skip(f"{page}.html was not built (not in the toc yet?)")
     static = _parse_file(HTML_DIR / f"{page}.html")
     dom = _parse(rendered[page])
-    assert dom.imgs >= static.imgs, f"{page}: {static.imgs} <img> in the HTML, {dom.imgs} in the DOM"
+    assert dom.imgs >= static.imgs, (
+        f"{page}: {static.imgs} <img> in the HTML, {dom.imgs} in the DOM"
+    )
 
 
 def test_screenshots_were_taken(rendered):
@@ -282,7 +319,9 @@ def test_screenshots_were_taken(rendered):
 
 
 def _html_files() -> list[Path]:
-    return sorted(p for p in HTML_DIR.rglob("*.html") if "_static" not in p.relative_to(HTML_DIR).parts)
+    return sorted(
+        p for p in HTML_DIR.rglob("*.html") if "_static" not in p.relative_to(HTML_DIR).parts
+    )
 
 
 def test_no_broken_internal_links():
@@ -316,8 +355,13 @@ def test_no_resource_is_loaded_from_the_network():
     for page in _html_files():
         for tag, attr, value in _parse_file(page).links:
             is_resource = tag in ("script", "img", "iframe", "source", "video", "audio") or (
-                tag.startswith("link:") and any(r in tag for r in ("stylesheet", "preload", "icon", "modulepreload"))
+                tag.startswith("link:")
+                and any(r in tag for r in ("stylesheet", "preload", "icon", "modulepreload"))
             )
-            if is_resource and (urlsplit(value).scheme in ("http", "https") or value.startswith("//")):
+            if is_resource and (
+                urlsplit(value).scheme in ("http", "https") or value.startswith("//")
+            ):
                 remote.append(f"{page.relative_to(HTML_DIR)}: <{tag} {attr}={value!r}>")
-    assert not remote, "pages load resources from the network:\n" + "\n".join(sorted(set(remote))[:50])
+    assert not remote, "pages load resources from the network:\n" + "\n".join(
+        sorted(set(remote))[:50]
+    )

@@ -7,10 +7,9 @@ import optax
 import pytest
 
 import iclgd
-from iclgd import baselines, config, tasks
-from iclgd.models import lsa
-from iclgd import exact
+from iclgd import baselines, config, exact, tasks
 from iclgd import training as train
+from iclgd.models import lsa
 
 
 def _prior(d=3, w=1.0, **kw):
@@ -31,7 +30,11 @@ def test_scale_is_read_in_one_place():
     import pathlib
 
     src = pathlib.Path(iclgd.__file__).parent
-    readers = [p.name for p in src.glob("*.py") if "ICLGD_SCALE" in p.read_text() and "environ" in p.read_text()]
+    readers = [
+        p.name
+        for p in src.glob("*.py")
+        if "ICLGD_SCALE" in p.read_text() and "environ" in p.read_text()
+    ]
     assert readers == ["config.py"]
 
 
@@ -42,7 +45,9 @@ def test_sample_shapes_and_labels():
     assert tb.X.shape == (5, 7, 4) and tb.y.shape == (5, 7) and tb.x_q.shape == (5, 4)
     assert tb.y_target.shape == (5,) and tb.w.shape == (5, 4)
     np.testing.assert_allclose(tb.y, jnp.einsum("bcd,bd->bc", tb.X, tb.w), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(tb.y_target, jnp.einsum("bd,bd->b", tb.x_q, tb.w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        tb.y_target, jnp.einsum("bd,bd->b", tb.x_q, tb.w), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_sample_reproducible_and_key_dependent():
@@ -97,7 +102,9 @@ def test_lsa_efficient_equals_literal(H):
     tb = tasks.sample_tasks(jax.random.key(0), _prior(d=3), C=5, batch=6)
     E = tasks.embed(tb, jax.random.normal(jax.random.key(9), (6,)))
     p = lsa.init_lsa(jax.random.key(1), 3, H, init_std=0.7)
-    np.testing.assert_allclose(lsa.lsa_predict(p, E), lsa.lsa_output(p, E)[:, -1, -1], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        lsa.lsa_predict(p, E), lsa.lsa_output(p, E)[:, -1, -1], rtol=1e-10, atol=1e-10
+    )
 
 
 def test_lsa_gd_construction_is_one_gd_step():
@@ -118,18 +125,24 @@ def test_yq_lsa_at_gd_weights_with_w_star_is_gd():
     tb = tasks.sample_tasks(jax.random.key(4), prior, C, 8)
     p = {"attn": lsa.gd_weights(prior.mu, 0.6), "w": prior.mu}
     np.testing.assert_allclose(
-        lsa.yq_lsa_predict(p, tb), baselines.gd_one_step(tb.X, tb.y, tb.x_q, prior.mu, 0.6), rtol=1e-10, atol=1e-10
+        lsa.yq_lsa_predict(p, tb),
+        baselines.gd_one_step(tb.X, tb.y, tb.x_q, prior.mu, 0.6),
+        rtol=1e-10,
+        atol=1e-10,
     )
 
 
 def test_paper_eq7_scaling_gives_eta_over_C():
-    """With W^P = -(eta/C) I as printed in eq. 7, the step is eta/C, not eta (eq. 3 already has 1/C)."""
+    """With W^P = -(eta/C) I as printed in eq. 7, the step is eta/C, not eta
+    (eq. 3 already has 1/C)."""
     d, C, eta = 2, 4, 0.8
     prior = _prior(d=d)
     tb = tasks.sample_tasks(jax.random.key(5), prior, C, 5)
     p = lsa.gd_weights(prior.mu, eta / C)  # W^P = -(eta/C) I
     pred = lsa.lsa_predict(p, tasks.embed(tb, tb.x_q @ prior.mu))
-    np.testing.assert_allclose(pred, baselines.gd_one_step(tb.X, tb.y, tb.x_q, prior.mu, eta / C), rtol=1e-10)
+    np.testing.assert_allclose(
+        pred, baselines.gd_one_step(tb.X, tb.y, tb.x_q, prior.mu, eta / C), rtol=1e-10
+    )
     assert not np.allclose(pred, baselines.gd_one_step(tb.X, tb.y, tb.x_q, prior.mu, eta))
 
 
@@ -184,19 +197,25 @@ def test_bayes_posterior_mean_beats_gd_and_interpolates():
     d, C = 3, 6
     prior = _prior(d=d, w=2.0)
     tb = tasks.sample_tasks(jax.random.key(8), prior, C, 200)
-    np.testing.assert_allclose(baselines.bayes_posterior_mean(tb, prior), tb.y_target, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        baselines.bayes_posterior_mean(tb, prior), tb.y_target, rtol=1e-6, atol=1e-6
+    )
     noisy = _prior(d=d, w=2.0, noise_std=0.5)
     tb = tasks.sample_tasks(jax.random.key(8), noisy, C, 100_000)
     bayes = np.mean(np.asarray(baselines.bayes_posterior_mean(tb, noisy) - tb.y_target) ** 2)
     eta, _ = exact.gd_optimal(exact.prepare(noisy, C))
-    gd = np.mean(np.asarray(baselines.gd_one_step(tb.X, tb.y, tb.x_q, noisy.mu, eta) - tb.y_target) ** 2)
+    gd = np.mean(
+        np.asarray(baselines.gd_one_step(tb.X, tb.y, tb.x_q, noisy.mu, eta) - tb.y_target) ** 2
+    )
     assert bayes < gd
 
 
 def test_bayes_posterior_mean_closed_form_small():
     # with noise, the posterior mean equals the precision-weighted formula
     d, C = 2, 3
-    prior = tasks.make_prior(d, mu=jnp.array([1.0, 2.0]), Omega=jnp.array([[2.0, 0.5], [0.5, 1.0]]), noise_std=0.3)
+    prior = tasks.make_prior(
+        d, mu=jnp.array([1.0, 2.0]), Omega=jnp.array([[2.0, 0.5], [0.5, 1.0]]), noise_std=0.3
+    )
     tb = tasks.sample_tasks(jax.random.key(1), prior, C, 4)
     Oi = np.linalg.inv(np.asarray(prior.Omega))
     for b in range(4):
@@ -215,12 +234,19 @@ def test_ridge_matches_numpy():
 
 # ---------------------------------------------------------------- training
 def test_train_reaches_gd_risk_zero_prior_mean():
-    """One-head LSA trained on w* = 0 approaches the optimal one-step GD risk (von Oswald et al.)."""
+    """One-head LSA trained on w* = 0 approaches the optimal one-step GD
+    risk (von Oswald et al.)."""
     d, C = 1, 8
     prior = tasks.make_prior(d)
     loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, C, 1024)
-    res = train.train(loss, lsa.init_lsa(jax.random.key(0), d, 1, 0.3), jax.random.key(1), steps=1500,
-                      learning_rate=3e-3, progress=False)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), d, 1, 0.3),
+        jax.random.key(1),
+        steps=1500,
+        learning_rate=3e-3,
+        progress=False,
+    )
     assert not res.diverged and res.losses.shape == (1500,)
     _, r_gd = exact.gd_optimal(exact.prepare(prior, C))
     final, se = train.evaluate(loss, res.params, jax.random.key(2), 40)
@@ -242,8 +268,14 @@ def test_train_is_reproducible_and_partial_chunk_is_exact():
 def test_train_detects_divergence():
     prior = tasks.make_prior(3, mu=3 * jnp.ones(3))
     loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 5, 64)
-    res = train.train(loss, lsa.init_lsa(jax.random.key(0), 3, 1, 1.0), jax.random.key(1), steps=200,
-                      optimizer=optax.sgd(10.0), progress=False)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), 3, 1, 1.0),
+        jax.random.key(1),
+        steps=200,
+        optimizer=optax.sgd(10.0),
+        progress=False,
+    )
     assert res.diverged and res.stopped_at is not None and res.stopped_at < 200
     assert "diverged" in res.message and len(res.losses) == res.stopped_at
     assert all(np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(res.params))
@@ -252,13 +284,22 @@ def test_train_detects_divergence():
 def test_train_lbfgs_on_fixed_batch():
     prior = tasks.make_prior(2)
     loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 6, 256)
-    res = train.train(loss, lsa.init_lsa(jax.random.key(0), 2, 1, 0.5), jax.random.key(1), steps=60,
-                      optimizer="lbfgs", fixed_key=True, progress=False)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), 2, 1, 0.5),
+        jax.random.key(1),
+        steps=60,
+        optimizer="lbfgs",
+        fixed_key=True,
+        progress=False,
+    )
     assert not res.diverged
     # the zoom line search makes every step a descent step on the fixed batch
     assert np.all(np.diff(res.losses) <= 1e-9) and res.losses[-1] < 0.7 * res.losses[0]
     g = jax.grad(loss)(res.params, jax.random.key(1))
-    assert max(float(jnp.abs(x).max()) for x in jax.tree_util.tree_leaves(g)) < 1e-3  # a stationary point
+    assert (
+        max(float(jnp.abs(x).max()) for x in jax.tree_util.tree_leaves(g)) < 1e-3
+    )  # a stationary point
 
 
 def test_train_seeds_vmapped_matches_single_runs():
@@ -269,6 +310,12 @@ def test_train_seeds_vmapped_matches_single_runs():
     res = train.train_seeds(loss, init, keys, steps=40, learning_rate=1e-2)
     losses = res.losses
     assert losses.shape == (3, 40) and not res.diverged.any()
-    single = train.train(loss, init(jax.random.fold_in(keys[1], 0)), jax.random.fold_in(keys[1], 1),
-                         steps=40, learning_rate=1e-2, progress=False)
+    single = train.train(
+        loss,
+        init(jax.random.fold_in(keys[1], 0)),
+        jax.random.fold_in(keys[1], 1),
+        steps=40,
+        learning_rate=1e-2,
+        progress=False,
+    )
     np.testing.assert_allclose(losses[1], single.losses, rtol=1e-6)

@@ -21,9 +21,11 @@ def x64():
 
 
 def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3) -> TaskBatch:
-    """Random prompts, x ~ N(0, Sigma) with an anisotropic Sigma, noisy labels (Lemma 2 needs neither).
+    """Random prompts, x ~ N(0, Sigma) with an anisotropic Sigma, noisy
+    labels (Lemma 2 needs neither).
 
-    Drawn with numpy: sampling with JAX would compile a kernel per shape, which dominates the run time.
+    Drawn with numpy: sampling with JAX would compile a kernel per shape,
+    which dominates the run time.
     """
     rng = np.random.default_rng(seed)
     F = rng.normal(size=(d, d)) / np.sqrt(d) + 0.7 * np.eye(d)  # Sigma = F F^T
@@ -31,8 +33,11 @@ def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3
     w = rng.normal(size=(B, d))
     ys = np.einsum("bcd,bd->bc", xs, w) + noise_std * rng.normal(size=(B, n + 1))
     return TaskBatch(
-        X=jnp.asarray(xs[:, :n]), y=jnp.asarray(ys[:, :n]), x_q=jnp.asarray(xs[:, n]),
-        y_target=jnp.asarray(ys[:, n]), w=jnp.asarray(w),
+        X=jnp.asarray(xs[:, :n]),
+        y=jnp.asarray(ys[:, :n]),
+        x_q=jnp.asarray(xs[:, n]),
+        y_target=jnp.asarray(ys[:, n]),
+        w=jnp.asarray(w),
     )
 
 
@@ -48,7 +53,7 @@ def _close(a, b, rtol: float = RTOL) -> None:
     np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale)
 
 
-# --------------------------------------------------------------------------- Lemma 2 (eq. 9 <-> eq. 11)
+# ----------------------------------------------------------------------- Lemma 2 (eq. 9 <-> eq. 11)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -98,7 +103,7 @@ def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
     _close(lt.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q)))
 
 
-# --------------------------------------------------------------------------- full model vs sparse forms
+# ----------------------------------------------------------------------- full model vs sparse forms
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -133,19 +138,28 @@ def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
     t = _tasks(40)
     d = t.X.shape[-1]
     A = _rand_A(40, 3, d, symmetric=True)
-    _close(lt.gd_plus_plus(t.X, t.y, t.x_q, A, jnp.zeros_like(A)), lt.preconditioned_gd(t.X, t.y, t.x_q, A))
+    _close(
+        lt.gd_plus_plus(t.X, t.y, t.x_q, A, jnp.zeros_like(A)),
+        lt.preconditioned_gd(t.X, t.y, t.x_q, A),
+    )
 
 
 @pytest.mark.parametrize("L", [3])
 def test_efficient_output_equals_literal(L):
-    """The cheap forward equals eq. 4 with whole matrix products, on a general Z (nonzero y_q too)."""
+    """The cheap forward equals eq. 4 with whole matrix products, on a
+    general Z (nonzero y_q too)."""
     t = _tasks(50 + L)
     Z0 = embed(t, jnp.linspace(-1.0, 1.0, t.X.shape[0]))
     D = t.X.shape[-1] + 1
     PQ = 0.3 * np.random.default_rng(L).normal(size=(2, L, D, D))
     params = {"P": jnp.asarray(PQ[0]), "Q": jnp.asarray(PQ[1])}
-    _close(lt.linear_transformer_output(params, Z0), lt.linear_transformer_output_literal(params, Z0))
-    _close(lt.linear_transformer_predict(params, Z0), -lt.linear_transformer_output_literal(params, Z0)[:, -1, -1])
+    _close(
+        lt.linear_transformer_output(params, Z0), lt.linear_transformer_output_literal(params, Z0)
+    )
+    _close(
+        lt.linear_transformer_predict(params, Z0),
+        -lt.linear_transformer_output_literal(params, Z0)[:, -1, -1],
+    )
 
 
 # --------------------------------------------------------------------------- shapes, jit, grad
@@ -183,7 +197,9 @@ def test_init_sparse_symmetry_and_scale():
 def test_grad_through_full_model():
     t = _tasks(60)
     Z0 = embed_zero_query(t)
-    full = lt.sparse_to_full({"A": _rand_A(60, 2, t.X.shape[-1], True), "B": _rand_A(61, 2, t.X.shape[-1], False)})
+    full = lt.sparse_to_full(
+        {"A": _rand_A(60, 2, t.X.shape[-1], True), "B": _rand_A(61, 2, t.X.shape[-1], False)}
+    )
 
     def loss(p):
         return jnp.mean((lt.linear_transformer_predict(p, Z0) - t.y_target) ** 2)
@@ -193,7 +209,7 @@ def test_grad_through_full_model():
     assert float(jnp.abs(g["Q"]).max()) > 0 and float(jnp.abs(g["P"]).max()) > 0
 
 
-# --------------------------------------------------------------------------- Theorem 1 (paper's formula)
+# ---------------------------------------------------------------------- Theorem 1 (paper's formula)
 
 
 def test_theorem1_isotropic_matches_paper_special_case():
@@ -211,7 +227,10 @@ def test_theorem1_rotation_and_inverse_sigma():
     Sigma = U @ np.diag(lam) @ U.T
     want = -U @ np.diag(1.0 / ((n + 1) / n * lam + lam.sum() / n)) @ U.T
     _close(lt.theorem1_optimal_A(Sigma, n), want)
-    _close(lt.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"), -n / (n + d + 1) * np.linalg.inv(Sigma))
+    _close(
+        lt.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"),
+        -n / (n + d + 1) * np.linalg.inv(Sigma),
+    )
 
 
 # --------------------------------------------------------------------------- bad input
@@ -251,7 +270,9 @@ def test_bad_L():
         lt.init_linear_transformer(jax.random.key(0), 2, 0)
     with pytest.raises(ValueError, match=r"L must be an integer >= 1"):
         lt.init_sparse(jax.random.key(0), 2, 1.5)
-    with pytest.raises(ValueError, match=r"L must be an integer >= 1: params\['P'\] has shape \(0, 3, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"L must be an integer >= 1: params\['P'\] has shape \(0, 3, 3\)"
+    ):
         lt.linear_transformer_predict({"P": jnp.zeros((0, 3, 3)), "Q": jnp.zeros((0, 3, 3))}, Z0)
     with pytest.raises(ValueError, match=r"L must be an integer >= 1: params\['A'\]"):
         lt.sparse_predict({"A": jnp.zeros((0, 2, 2))}, Z0)
@@ -260,15 +281,21 @@ def test_bad_L():
 def test_bad_Z_shape():
     t, Z0 = _small()
     params = _zeros_full(2, 1)
-    with pytest.raises(ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\), got shape \(3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\), got shape \(3, 4\)"
+    ):
         lt.linear_transformer_predict(params, Z0[0])
-    with pytest.raises(ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\) with d >= 1 and n >= 1"):
+    with pytest.raises(
+        ValueError, match=r"Z0 must have shape \(B, d\+1, n\+1\) with d >= 1 and n >= 1"
+    ):
         lt.sparse_predict({"A": jnp.zeros((1, 2, 2))}, Z0[:, :, -1:])
 
 
 def test_bad_A_list_and_regression_inputs():
     t, _ = _small()  # B = 2, n = 3, d = 2
-    with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(1, 2, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(1, 2, 3\)"
+    ):
         lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((1, 2, 3)))
     with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(2, 2\)"):
         lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((2, 2)))
@@ -290,7 +317,9 @@ def test_non_finite_inputs():
     with pytest.raises(ValueError, match=r"Z0 must contain only finite values"):
         lt.linear_transformer_predict(params, Z0.at[0, 0, 0].set(jnp.nan))
     with pytest.raises(ValueError, match=r"params\['Q'\] must contain only finite values"):
-        lt.linear_transformer_predict({"P": params["P"], "Q": params["Q"].at[0, 0, 0].set(jnp.inf)}, Z0)
+        lt.linear_transformer_predict(
+            {"P": params["P"], "Q": params["Q"].at[0, 0, 0].set(jnp.inf)}, Z0
+        )
     with pytest.raises(ValueError, match=r"A_list must contain only finite values"):
         lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.full((1, 2, 2), jnp.nan))
     with pytest.raises(ValueError, match=r"y must contain only finite values"):

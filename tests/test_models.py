@@ -1,4 +1,5 @@
-"""Tests of the one model interface (iclgd.models): every family, init(key) / predict(params, batch)."""
+"""Tests of the one model interface (iclgd.models): every family, init(key) /
+predict(params, batch)."""
 
 import jax
 import jax.numpy as jnp
@@ -40,8 +41,10 @@ def test_every_factory_has_the_same_verbs():
         assert np.all(np.isfinite(np.asarray(pred)))
         # same key, same parameters
         same = model.init(jax.random.key(3))
-        assert all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(params),
-                                                         jax.tree_util.tree_leaves(same)))
+        assert all(
+            np.array_equal(a, b)
+            for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(same))
+        )
 
 
 def test_factories_compute_the_family_functions():
@@ -52,12 +55,20 @@ def test_factories_compute_the_family_functions():
     np.testing.assert_allclose(m.predict(p, TASKS), ref, rtol=1e-6)
     m0 = iclgd.models.lsa_model(D)
     p0 = m0.init(jax.random.key(0))
-    np.testing.assert_allclose(m0.predict(p0, TASKS), lsa_mod.lsa_output(p0, iclgd.embed(TASKS))[:, -1, -1],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        m0.predict(p0, TASKS),
+        lsa_mod.lsa_output(p0, iclgd.embed(TASKS))[:, -1, -1],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     pgd = iclgd.models.linear_transformer_model(D, 3, form="pgd")
     pa = pgd.init(jax.random.key(1))
-    np.testing.assert_allclose(pgd.predict(pa, TASKS),
-                               lt.preconditioned_gd(TASKS.X, TASKS.y, TASKS.x_q, pa["A"]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        pgd.predict(pa, TASKS),
+        lt.preconditioned_gd(TASKS.X, TASKS.y, TASKS.x_q, pa["A"]),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     spec = _spec()
     rb = R.sample_representation_tasks(jax.random.key(2), spec, B)
     sa = iclgd.models.softmax_attention_model(spec, H=3)
@@ -65,8 +76,9 @@ def test_factories_compute_the_family_functions():
     np.testing.assert_allclose(sa.predict(ps, rb), sm.softmax_predict(ps, spec, rb.y))
     tf = iclgd.models.transformer_model(spec, d_model=8, H=2, d_ff=8, L=1, prompt_keys_only=True)
     pt = tf.init(jax.random.key(5))
-    np.testing.assert_allclose(tf.predict(pt, rb),
-                               tr.transformer_predict(pt, jnp.swapaxes(rb.E, 1, 2), n_keys=spec.N))
+    np.testing.assert_allclose(
+        tf.predict(pt, rb), tr.transformer_predict(pt, jnp.swapaxes(rb.E, 1, 2), n_keys=spec.N)
+    )
 
 
 def test_ltb_corrected_construction_equals_yq_lsa_and_the_papers_does_not():

@@ -1,4 +1,5 @@
-"""Tests of iclgd.representation: the task family and ridge predictors of Part II (Yang et al. 2024)."""
+"""Tests of iclgd.representation: the task family and ridge predictors of
+Part II (Yang et al. 2024)."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,6 @@ import pytest
 from iclgd import representation as R
 from iclgd.baselines import ridge_weights
 from iclgd.models import softmax as S
-
 
 K, D, M, N, TAU = 12, 5, 4, 3, 0.1
 
@@ -46,7 +46,9 @@ def test_sampler_shapes(spec, batch):
 def test_labels_equal_eq1(spec, batch):
     lam, eps = np.asarray(batch.lam, np.float64), np.asarray(batch.eps, np.float64)
     feats = np.asarray(spec.Z_hat, np.float64).T  # (K, m), row k = f(v_k)
-    want = np.array([[lam[b] @ (feats[k] + eps[b, k]) for k in range(K)] for b in range(lam.shape[0])])
+    want = np.array(
+        [[lam[b] @ (feats[k] + eps[b, k]) for k in range(K)] for b in range(lam.shape[0])]
+    )
     np.testing.assert_allclose(batch.y_all, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(batch.y, batch.y_all[:, :N])
 
@@ -54,7 +56,9 @@ def test_labels_equal_eq1(spec, batch):
 def test_embedding_eq2_eq4(spec, batch):
     E = np.asarray(batch.E)
     # the tokens are the same fixed dictionary in every prompt
-    np.testing.assert_array_equal(E[:, :D, :], np.broadcast_to(np.asarray(spec.tokens).T, (E.shape[0], D, K)))
+    np.testing.assert_array_equal(
+        E[:, :D, :], np.broadcast_to(np.asarray(spec.tokens).T, (E.shape[0], D, K))
+    )
     np.testing.assert_array_equal(E[:, D, :N], batch.y)  # E^P carries the prompt labels
     np.testing.assert_array_equal(E[:, D, N:], 0.0)  # E^Q carries zeros
 
@@ -83,7 +87,9 @@ def test_lambda_and_noise_distribution(spec):
     ind = R.sample_representation_tasks(jax.random.PRNGKey(5), spec, B)
     np.testing.assert_allclose(np.mean(ind.lam), 0.0, atol=0.05)
     np.testing.assert_allclose(np.std(ind.lam), 1.0, atol=0.05)
-    np.testing.assert_allclose(np.var(ind.eps), TAU, rtol=0.05)  # eps_k ~ N(0, tau I): tau is a variance
+    np.testing.assert_allclose(
+        np.var(ind.eps), TAU, rtol=0.05
+    )  # eps_k ~ N(0, tau I): tau is a variance
     ood = R.sample_representation_tasks(jax.random.PRNGKey(5), spec, B, lam_mean=1.0, lam_std=2.0)
     np.testing.assert_allclose(np.mean(ood.lam), 1.0, atol=0.1)  # N(1_m, 4 I_m)
     np.testing.assert_allclose(np.std(ood.lam), 2.0, atol=0.1)
@@ -104,7 +110,9 @@ def test_user_tokens_and_callable_features():
 def test_sampler_jits_with_spec_as_argument(spec):
     f = jax.jit(lambda k, s: R.sample_representation_tasks(k, s, 64).y_all)
     np.testing.assert_allclose(
-        f(jax.random.PRNGKey(2), spec), R.sample_representation_tasks(jax.random.PRNGKey(2), spec, 64).y_all, atol=1e-5
+        f(jax.random.PRNGKey(2), spec),
+        R.sample_representation_tasks(jax.random.PRNGKey(2), spec, 64).y_all,
+        atol=1e-5,
     )
 
 
@@ -119,7 +127,8 @@ def test_ridge_eq20_eq25_against_numpy(m, n):
     tau = 0.3
     got20 = np.asarray(R.ridge_eq20(jnp.asarray(Z), jnp.asarray(y), tau))
     got25 = np.asarray(R.ridge_eq25(jnp.asarray(Z), jnp.asarray(y), tau))
-    # eq. 20: 1/(2N) sum (y_i - lam^T z_i)^2 + m tau / (2N) ||lam||^2  ->  (Z Z^T + m tau I) lam = Z y
+    # eq. 20: 1/(2N) sum (y_i - lam^T z_i)^2 + m tau / (2N) ||lam||^2  ->
+    # (Z Z^T + m tau I) lam = Z y
     want20 = np.linalg.solve(Z @ Z.T + m * tau * np.eye(m), Z @ y.T).T
     # eq. 25: 1/(2N) sum (y_i - lam^T z_i)^2 + tau / 2 ||lam||^2  ->  (Z Z^T + N tau I) lam = Z y
     want25 = np.linalg.solve(Z @ Z.T + n * tau * np.eye(m), Z @ y.T).T
@@ -147,8 +156,12 @@ def test_y_star_y_best_and_limit_matrix(spec, batch):
     ys, yb = R.y_star(spec, batch.y), R.y_best(spec, batch.y)
     assert ys.shape == yb.shape == (64, K)
     np.testing.assert_array_equal(ys[:, :N], batch.y)  # eq. 22: the given labels are kept
-    np.testing.assert_allclose(ys[:, N:], R.ridge_eq20(spec.Z, batch.y, spec.tau) @ spec.ZQ, atol=1e-5)
-    np.testing.assert_allclose(yb[:, N:], R.ridge_eq25(spec.Z, batch.y, spec.tau) @ spec.ZQ, atol=1e-5)
+    np.testing.assert_allclose(
+        ys[:, N:], R.ridge_eq20(spec.Z, batch.y, spec.tau) @ spec.ZQ, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        yb[:, N:], R.ridge_eq25(spec.Z, batch.y, spec.tau) @ spec.ZQ, atol=1e-5
+    )
     A = R.limit_matrix(spec)
     assert A.shape == (N, K)
     np.testing.assert_allclose(A[:, :N], np.eye(N), atol=1e-5)
@@ -160,7 +173,9 @@ def test_y_star_equals_y_best_when_m_equals_N():
     rng = np.random.default_rng(2)
     t = rng.standard_normal((9, 4))
     t /= np.linalg.norm(t, axis=1, keepdims=True)
-    s = R.make_representation_spec(None, K=9, d=4, m=3, N=3, tau=0.2, tokens=t, features=rng.standard_normal((9, 3)))
+    s = R.make_representation_spec(
+        None, K=9, d=4, m=3, N=3, tau=0.2, tokens=t, features=rng.standard_normal((9, 3))
+    )
     y = jnp.asarray(rng.standard_normal((5, 3)), dtype=jnp.float32)
     np.testing.assert_allclose(R.y_star(s, y), R.y_best(s, y), atol=1e-6)  # m tau / N = tau
 
@@ -186,7 +201,9 @@ def test_bad_N():
 
 def test_bad_tokens_not_unit_norm():
     with pytest.raises(ValueError, match="tokens must be unit-norm"):
-        R.make_representation_spec(jax.random.PRNGKey(0), K=4, d=3, m=2, N=2, tau=0.1, tokens=2 * np.eye(4, 3))
+        R.make_representation_spec(
+            jax.random.PRNGKey(0), K=4, d=3, m=2, N=2, tau=0.1, tokens=2 * np.eye(4, 3)
+        )
 
 
 def test_bad_tokens_repeated():
@@ -199,13 +216,24 @@ def test_bad_tau_and_features():
     with pytest.raises(ValueError, match="tau must be a finite number >= 0"):
         R.make_representation_spec(jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=-0.1)
     with pytest.raises(ValueError, match=r"features must have shape \(5, 2\)"):
-        R.make_representation_spec(jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=0.1, features=np.ones((5, 3)))
+        R.make_representation_spec(
+            jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=0.1, features=np.ones((5, 3))
+        )
     with pytest.raises(ValueError, match="at most one of f"):
         R.make_representation_spec(
-            jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=0.1, f=lambda x: x[:2], features=np.ones((5, 2))
+            jax.random.PRNGKey(0),
+            K=5,
+            d=3,
+            m=2,
+            N=2,
+            tau=0.1,
+            f=lambda x: x[:2],
+            features=np.ones((5, 2)),
         )
     with pytest.raises(ValueError, match=r"f\(tokens\) must have shape \(5, 2\)"):
-        R.make_representation_spec(jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=0.1, f=lambda x: x)
+        R.make_representation_spec(
+            jax.random.PRNGKey(0), K=5, d=3, m=2, N=2, tau=0.1, f=lambda x: x
+        )
 
 
 def test_bad_ridge_inputs():

@@ -1,8 +1,9 @@
 """Tests of the fast task sampler (iclgd.tasks.sample_tasks / standard_normal).
 
-The sampler computes JAX's own threefry normals with a fused, unrolled hash. These tests check that the
-numbers are bit-identical to ``jax.random.normal`` (so the distribution is exactly JAX's N(0, 1)), that
-the normals pass distributional tests, and that sampling is reproducible for every key type.
+The sampler computes JAX's own threefry normals with a fused, unrolled hash. These tests check that
+the numbers are bit-identical to ``jax.random.normal`` (so the distribution is exactly JAX's
+N(0, 1)), that the normals pass distributional tests, and that sampling is reproducible for every
+key type.
 """
 
 import jax
@@ -12,8 +13,7 @@ import pytest
 from scipy import stats
 
 from iclgd import tasks
-from iclgd.tasks import TaskBatch, standard_normal
-
+from iclgd.tasks import standard_normal
 
 _reference_sample = tasks.sample_tasks_reference
 
@@ -22,21 +22,33 @@ _reference_sample = tasks.sample_tasks_reference
 @pytest.mark.parametrize("shape", [(7,), (3, 5), (301, 11, 10), (1001, 3, 3)])
 def test_standard_normal_is_bit_identical_to_jax(x64, shape):
     with jax.enable_x64(x64):
-        for key in [jax.random.key(0), jax.random.fold_in(jax.random.key(12345), 7), jax.random.PRNGKey(3)]:
+        for key in [
+            jax.random.key(0),
+            jax.random.fold_in(jax.random.key(12345), 7),
+            jax.random.PRNGKey(3),
+        ]:
             fast = standard_normal(key, shape)
             ref = jax.jit(jax.random.normal, static_argnums=1)(key, shape)
             assert fast.dtype == ref.dtype == (jnp.float64 if x64 else jnp.float32)
             np.testing.assert_array_equal(np.asarray(fast), np.asarray(ref))
         # eager call too
-        np.testing.assert_array_equal(standard_normal(jax.random.key(5), shape), jax.random.normal(jax.random.key(5), shape))
+        np.testing.assert_array_equal(
+            standard_normal(jax.random.key(5), shape), jax.random.normal(jax.random.key(5), shape)
+        )
 
 
 @pytest.mark.parametrize("identity", [True, False])
 @pytest.mark.parametrize("noise", [0.0, 0.3])
 def test_sample_tasks_equals_the_reference_algorithm(identity, noise):
     d = 3
-    kw = {} if identity else dict(Sigma=jnp.array([[2.0, 0.3, 0], [0.3, 1, 0.2], [0, 0.2, 0.5]]),
-                                  Omega=jnp.array([[1.0, 0.5, 0], [0.5, 2, 0], [0, 0, 0.3]]))
+    kw = (
+        {}
+        if identity
+        else dict(
+            Sigma=jnp.array([[2.0, 0.3, 0], [0.3, 1, 0.2], [0, 0.2, 0.5]]),
+            Omega=jnp.array([[1.0, 0.5, 0], [0.5, 2, 0], [0, 0, 0.3]]),
+        )
+    )
     prior = tasks.make_prior(d, mu=jnp.array([1.0, -2.0, 0.5]), noise_std=noise, **kw)
     with jax.enable_x64(False):
         prior32 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float32), prior)
@@ -50,13 +62,16 @@ def test_sample_tasks_equals_the_reference_algorithm(identity, noise):
 def test_normals_are_standard_normal():
     """KS, chi-square (40 equiprobable bins) and the first four moments, on 2e6 float32 draws."""
     with jax.enable_x64(False):
-        z = np.asarray(standard_normal(jax.random.key(2024), (2000, 1000)), dtype=np.float64).ravel()
+        z = np.asarray(
+            standard_normal(jax.random.key(2024), (2000, 1000)), dtype=np.float64
+        ).ravel()
     n = z.size
     assert stats.kstest(z, "norm").pvalue > 1e-3
     edges = stats.norm.ppf(np.linspace(0, 1, 41))
     counts, _ = np.histogram(z, edges)
     assert stats.chisquare(counts).pvalue > 1e-3
-    # moments within 4 standard errors: mean (se 1), variance (se sqrt 2), skewness (sqrt 6), kurtosis (sqrt 24)
+    # moments within 4 standard errors: mean (se 1), variance (se sqrt 2), skewness
+    # (sqrt 6), kurtosis (sqrt 24)
     assert abs(z.mean()) < 4 / np.sqrt(n)
     assert abs(z.var() - 1) < 4 * np.sqrt(2 / n)
     assert abs(stats.skew(z)) < 4 * np.sqrt(6 / n)

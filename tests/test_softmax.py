@@ -1,5 +1,6 @@
-"""Tests of iclgd.models.softmax and iclgd.models.transformer: the one-layer multi-head softmax attention of Yang et al. (eq. 5-8), its loss
-(eq. 9, Lemma 5), and the pre-LN transformer used for the paper's 4-layer runs."""
+"""Tests of iclgd.models.softmax and iclgd.models.transformer: the one-layer multi-head softmax
+attention of Yang et al. (eq. 5-8), its loss (eq. 9, Lemma 5), and the pre-LN transformer used for
+the paper's 4-layer runs."""
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,9 @@ def _rng_spec(seed, K, d, m, N, tau):
     rng = np.random.default_rng(seed)
     t = rng.standard_normal((K, d))
     t /= np.linalg.norm(t, axis=1, keepdims=True)
-    return R.make_representation_spec(None, K=K, d=d, m=m, N=N, tau=tau, tokens=t, features=rng.standard_normal((K, m)))
+    return R.make_representation_spec(
+        None, K=K, d=d, m=m, N=N, tau=tau, tokens=t, features=rng.standard_normal((K, m))
+    )
 
 
 def _normal(seed, shape):
@@ -92,11 +95,14 @@ def test_efficient_equals_literal_eq5_to_8(spec, params, batch):
 
 
 def test_uniform_attention_gives_mean_label(spec, batch):
-    """One head with Q = 0: softmax is uniform over the N prompt tokens, so y_hat_k = w_k * mean(y)."""
+    """One head with Q = 0: softmax is uniform over the N prompt tokens, so
+    y_hat_k = w_k * mean(y)."""
     w = _normal(4, (1, K))
     p = {"Q": jnp.zeros((1, D, D)), "w": w}
     pred = S.softmax_predict(p, spec, batch.y)
-    np.testing.assert_allclose(pred, w[0][None, :] * batch.y.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        pred, w[0][None, :] * batch.y.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_prediction_linear_in_labels(spec, params, batch):
@@ -113,13 +119,18 @@ def test_prediction_linear_in_labels(spec, params, batch):
 def test_population_loss_matches_monte_carlo(spec, params, big_batch, lam_mean, lam_std):
     s = spec._replace(lam_mean=jnp.full((M,), lam_mean), lam_std=jnp.asarray(lam_std))
     exact = float(S.population_loss(params, s))
-    big = big_batch if (lam_mean, lam_std) == (0.0, 1.0) else R.sample_representation_tasks(jax.random.PRNGKey(9), s, 100_000)
+    big = (
+        big_batch
+        if (lam_mean, lam_std) == (0.0, 1.0)
+        else R.sample_representation_tasks(jax.random.PRNGKey(9), s, 100_000)
+    )
     mc = float(S.softmax_loss(params, s, big))
     np.testing.assert_allclose(mc, exact, rtol=0.03)
 
 
 def test_lemma5_decomposition(spec, params):
-    """L(theta) = 1/(2K) sum_k ||Z_bar delta_k||^2 + L* (eq. 36), delta_k = a_hat_k - A[:, k] (eq. 33)."""
+    """L(theta) = 1/(2K) sum_k ||Z_bar delta_k||^2 + L* (eq. 36), delta_k
+    = a_hat_k - A[:, k] (eq. 33)."""
     A_hat = np.asarray(S.attention_matrix(params, spec), np.float64)
     A = np.asarray(R.limit_matrix(spec), np.float64)
     Z = np.asarray(spec.Z, np.float64)
@@ -140,7 +151,8 @@ def test_zeta0_needs_H_at_least_N(spec, params):
 
 
 def test_training_drives_A_hat_to_A():
-    """Thm. 1-2 in miniature: GD on the population loss -> L*, A_hat(theta) -> A, y_hat -> y_star."""
+    """Thm. 1-2 in miniature: GD on the population loss -> L*, A_hat(theta)
+    -> A, y_hat -> y_star."""
     s = _rng_spec(6, K=6, d=3, m=3, N=2, tau=0.1)
     p = {"Q": _normal(7, (4, 3, 3)), "w": jnp.zeros((4, 6))}  # the paper's init: Q ~ N(0, 1), w = 0
     opt = optax.adam(0.05)
@@ -176,7 +188,9 @@ def test_transformer_shapes(tparams, batch):
     x = jnp.swapaxes(batch.E, 1, 2)  # (B, K, d+1)
     assert T.transformer_predict(tparams, x).shape == (6, K)
     assert tparams["layers"]["Wq"].shape == (2, 16, 4, 4)
-    p = T.init_transformer(jax.random.PRNGKey(0), D + 1, 16, 4, 32, 3, seq_len=K, pos_encoding="learned")
+    p = T.init_transformer(
+        jax.random.PRNGKey(0), D + 1, 16, 4, 32, 3, seq_len=K, pos_encoding="learned"
+    )
     assert p["pos"].shape == (K, 16) and T.transformer_predict(p, x).shape == (6, K)
 
 
@@ -201,10 +215,14 @@ def test_transformer_masks(tparams):
     j = 5
     x2 = x.at[:, j].add(1.0)
     # causal: positions before j cannot see position j
-    a, b = T.transformer_predict(tparams, x, causal=True), T.transformer_predict(tparams, x2, causal=True)
+    a, b = (
+        T.transformer_predict(tparams, x, causal=True),
+        T.transformer_predict(tparams, x2, causal=True),
+    )
     np.testing.assert_allclose(a[:, :j], b[:, :j], atol=1e-6)
     assert not np.allclose(a[:, j:], b[:, j:])
-    # n_keys = 3 (keys = prompt only, as in eq. 5): changing a non-key position j only changes output j
+    # n_keys = 3 (keys = prompt only, as in eq. 5): changing a non-key
+    # position j only changes output j
     a, b = T.transformer_predict(tparams, x, n_keys=3), T.transformer_predict(tparams, x2, n_keys=3)
     others = [t for t in range(K) if t != j]
     np.testing.assert_allclose(a[:, others], b[:, others], atol=1e-6)
@@ -218,7 +236,9 @@ def test_transformer_permutation_equivariant_without_positions(tparams):
     x = _normal(12, (6, K, D + 1))
     perm = np.random.default_rng(0).permutation(K)
     np.testing.assert_allclose(
-        T.transformer_predict(tparams, x[:, perm]), T.transformer_predict(tparams, x)[:, perm], atol=1e-5
+        T.transformer_predict(tparams, x[:, perm]),
+        T.transformer_predict(tparams, x)[:, perm],
+        atol=1e-5,
     )
 
 

@@ -1,4 +1,5 @@
-"""Tests of the trainer (iclgd.training): compile reuse, history, per-group rates, multi-seed L-BFGS."""
+"""Tests of the trainer (iclgd.training): compile reuse, history, per-group
+rates, multi-seed L-BFGS."""
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +38,9 @@ def test_prior_sweep_through_args_compiles_once_and_matches_closure():
     before = training.trace_count()
     runs = [iclgd.train(loss, p0, jax.random.key(1), steps=30, args=(p,)) for p in priors]
     assert training.trace_count() - before == 1
-    closed = iclgd.train(iclgd.sampled_loss(model, priors[3], 4, 16), p0, jax.random.key(1), steps=30)
+    closed = iclgd.train(
+        iclgd.sampled_loss(model, priors[3], 4, 16), p0, jax.random.key(1), steps=30
+    )
     np.testing.assert_allclose(runs[3].losses, closed.losses, rtol=1e-5)
     assert runs[4].losses[0] > runs[0].losses[0]  # a larger prior mean: a larger initial loss
 
@@ -46,22 +49,38 @@ def test_history_records_params_and_metrics_at_chosen_steps():
     target = {"a": jnp.ones(3), "b": -jnp.ones(2)}
     p0 = {"a": jnp.zeros(3), "b": jnp.zeros(2)}
     dist = lambda p: jnp.sqrt(_quadratic(p, None, target))
-    res = iclgd.train(_quadratic, p0, jax.random.key(0), steps=23, optimizer="sgd", learning_rate=0.1,
-                      args=(target,), record_every=5, metrics=dist)
+    res = iclgd.train(
+        _quadratic,
+        p0,
+        jax.random.key(0),
+        steps=23,
+        optimizer="sgd",
+        learning_rate=0.1,
+        args=(target,),
+        record_every=5,
+        metrics=dist,
+    )
     h = res.history
     np.testing.assert_array_equal(h.steps, [0, 5, 10, 15, 20, 23])
     assert h.params["a"].shape == (6, 3)
     np.testing.assert_allclose(h.params["a"][0], 0.0)
     np.testing.assert_allclose(h.params["a"][-1], res.params["a"], rtol=1e-6)
     # SGD on this quadratic contracts the distance by (1 - 2 lr) per step: closed form
-    np.testing.assert_allclose(h.metrics, np.sqrt(5.0) * 0.8 ** h.steps, rtol=1e-5)
+    np.testing.assert_allclose(h.metrics, np.sqrt(5.0) * 0.8**h.steps, rtol=1e-5)
 
 
 def test_per_group_learning_rates():
     target = {"w": jnp.ones(2), "Q": jnp.ones(2)}
     p0 = {"w": jnp.zeros(2), "Q": jnp.zeros(2)}
-    res = iclgd.train(_quadratic, p0, jax.random.key(0), steps=10, optimizer="sgd",
-                      learning_rate={"w": 0.25, "Q": 0.05}, args=(target,))
+    res = iclgd.train(
+        _quadratic,
+        p0,
+        jax.random.key(0),
+        steps=10,
+        optimizer="sgd",
+        learning_rate={"w": 0.25, "Q": 0.05},
+        args=(target,),
+    )
     # per coordinate p_t = 1 - (1 - 2 lr)^t, each group with its own rate
     np.testing.assert_allclose(res.params["w"], 1 - 0.5**10, rtol=1e-6)
     np.testing.assert_allclose(res.params["Q"], 1 - 0.9**10, rtol=1e-6)
@@ -72,8 +91,15 @@ def test_has_aux_returns_per_step_aux():
         per = (p["x"] - jnp.arange(3.0)) ** 2
         return jnp.sum(per), per
 
-    res = iclgd.train(loss, {"x": jnp.zeros(3)}, jax.random.key(0), steps=7, has_aux=True,
-                      optimizer="sgd", learning_rate=0.1)
+    res = iclgd.train(
+        loss,
+        {"x": jnp.zeros(3)},
+        jax.random.key(0),
+        steps=7,
+        has_aux=True,
+        optimizer="sgd",
+        learning_rate=0.1,
+    )
     assert res.aux.shape == (7, 3)
     np.testing.assert_allclose(res.aux.sum(1), res.losses, rtol=1e-6)
 
@@ -82,7 +108,9 @@ def test_lbfgs_refuses_a_stochastic_loss():
     model = iclgd.models.lsa_model(2)
     loss = iclgd.sampled_loss(model, iclgd.make_prior(2), 4, 16)
     with pytest.raises(ValueError, match="deterministic loss"):
-        iclgd.train(loss, model.init(jax.random.key(0)), jax.random.key(1), steps=5, optimizer="lbfgs")
+        iclgd.train(
+            loss, model.init(jax.random.key(0)), jax.random.key(1), steps=5, optimizer="lbfgs"
+        )
 
 
 def test_five_seed_lbfgs_on_part3_three_layer_model_with_history():
@@ -93,8 +121,16 @@ def test_five_seed_lbfgs_on_part3_three_layer_model_with_history():
     eye_dist = lambda p: jnp.linalg.norm(p["A"] + jnp.eye(d), axis=(1, 2))  # per layer
     keys = jax.random.split(jax.random.key(0), 5)
     before = training.trace_count()
-    res = iclgd.train_seeds(loss, model, keys, steps=40, optimizer="lbfgs", fixed_key=True,
-                            record_every=10, metrics=eye_dist)
+    res = iclgd.train_seeds(
+        loss,
+        model,
+        keys,
+        steps=40,
+        optimizer="lbfgs",
+        fixed_key=True,
+        record_every=10,
+        metrics=eye_dist,
+    )
     assert training.trace_count() - before == 1
     assert res.losses.shape == (5, 40) and not res.diverged.any()
     assert res.history.params["A"].shape == (5, 5, L, d, d)  # seeds, records, layers
@@ -104,8 +140,14 @@ def test_five_seed_lbfgs_on_part3_three_layer_model_with_history():
     assert np.all(np.diff(res.losses, axis=1) <= 1e-6)
     assert np.all(res.losses[:, -1] < 0.5 * res.losses[:, 0])
     # seed 2 of the vmapped run equals a single run with the same keys
-    single = iclgd.train(loss, model.init(jax.random.fold_in(keys[2], 0)),
-                         jax.random.fold_in(keys[2], 1), steps=40, optimizer="lbfgs", fixed_key=True)
+    single = iclgd.train(
+        loss,
+        model.init(jax.random.fold_in(keys[2], 0)),
+        jax.random.fold_in(keys[2], 1),
+        steps=40,
+        optimizer="lbfgs",
+        fixed_key=True,
+    )
     np.testing.assert_allclose(res.losses[2], single.losses, rtol=1e-4)
 
 
@@ -113,8 +155,13 @@ def test_exact_loss_training_reaches_the_exact_optimum():
     d, C = 2, 6
     ex = exact.prepare(iclgd.make_prior(d, mu=jnp.ones(d)), C)
     model = iclgd.models.lsa_model(d, H=d + 1, init_std=0.3)
-    res = iclgd.train(exact.lsa_loss(ex), model.init(jax.random.key(0)), jax.random.key(1),
-                      steps=3000, learning_rate=1e-2)
+    res = iclgd.train(
+        exact.lsa_loss(ex),
+        model.init(jax.random.key(0)),
+        jax.random.key(1),
+        steps=3000,
+        learning_rate=1e-2,
+    )
     best = exact.best_multihead_lsa(ex).risk
     assert res.losses[-1] < best * 1.01 and res.losses[-1] > best * (1 - 1e-4)
 
@@ -134,4 +181,6 @@ def test_bad_trainer_input():
         iclgd.train(f, p0, jax.random.key(0), steps=3, optimizer=3)
     with pytest.raises(ValueError, match="optimizer must be one of"):
         iclgd.train(f, p0, jax.random.key(0), steps=3, optimizer="rmsprop")
-    assert iclgd.train(f, p0, jax.random.key(0), steps=3, optimizer=optax.sgd(0.1)).losses.shape == (3,)
+    assert iclgd.train(
+        f, p0, jax.random.key(0), steps=3, optimizer=optax.sgd(0.1)
+    ).losses.shape == (3,)

@@ -10,21 +10,23 @@ Every family has a factory with keyword configuration, ``H`` for heads and ``L``
 
 * :func:`lsa_model` -- multi-head LSA, Xie et al. eq. 3-6; batch: :class:`~iclgd.tasks.TaskBatch`.
 * :func:`yq_lsa_model` -- y_q-LSA, Xie et al. Definition 3; batch: :class:`~iclgd.tasks.TaskBatch`.
-* :func:`linear_transformer_model` -- Ahn et al. eq. 4, 9, 13; batch: :class:`~iclgd.tasks.TaskBatch`.
+* :func:`linear_transformer_model` -- Ahn et al. eq. 4, 9, 13; batch:
+  :class:`~iclgd.tasks.TaskBatch`.
 * :func:`softmax_attention_model` -- Yang et al. eq. 5-8; batch:
   :class:`~iclgd.representation.RepresentationBatch`.
 * :func:`transformer_model` -- Yang et al. Sec. 4 (pre-LN); batch:
   :class:`~iclgd.representation.RepresentationBatch`.
 
-Part I and III models return ``(B,)`` predictions of the query label; Part II models return ``(B, K)``
-predictions of every token's label. The lower-level functions of each family (``lsa_predict(params,
-E)``, ``sparse_predict(params, Z0)``, ``softmax_predict(params, spec, y)``, ...) live in the family
-modules and take the parameters first.
+Part I and III models return ``(B,)`` predictions of the query label; Part II models return
+``(B, K)`` predictions of every token's label. The lower-level functions of each family
+(``lsa_predict(params, E)``, ``sparse_predict(params, Z0)``, ``softmax_predict(params, spec, y)``,
+...) live in the family modules and take the parameters first.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -80,13 +82,16 @@ def lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, guess=None, bias: fl
     """Multi-head linear self-attention (Xie et al. eq. 3-6) with the initial guess
     ``y_q = x_q^T guess + bias`` (§5.1.3; default ``y_q = 0``).
 
-    Parameters: ``{"WK", "WQ", "WV", "WP"}``, each ``(H, d+1, d+1)`` (:func:`~iclgd.models.lsa.init_lsa`).
+    Parameters: ``{"WK", "WQ", "WV", "WP"}``, each ``(H, d+1, d+1)``
+    (:func:`~iclgd.models.lsa.init_lsa`).
     """
     d, H = v.positive_int("d", d), v.positive_int("H", H)
     init_std = v.nonneg_float("init_std", init_std)
     bias = v.finite_float("bias", bias)
     if guess is not None:
-        guess = jnp.asarray(v.finite_array("guess", v.shape("guess", guess, (d,), f"({d},)")), float)
+        guess = jnp.asarray(
+            v.finite_array("guess", v.shape("guess", guess, (d,), f"({d},)")), float
+        )
 
     def predict(params, batch):
         t = _task_batch(batch)
@@ -115,12 +120,14 @@ def yq_lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, w=None) -> Model:
 _FORMS = ("full", "pgd", "gdpp")
 
 
-def linear_transformer_model(d: int, L: int, *, form: str = "full", init_std: float = 0.01) -> Model:
+def linear_transformer_model(
+    d: int, L: int, *, form: str = "full", init_std: float = 0.01
+) -> Model:
     """The ``L``-layer linear transformer of Ahn et al. on the zero-query embedding (eq. 1).
 
     ``form``: ``"full"`` (eq. 4, ``{"P", "Q"}`` each ``(L, d+1, d+1)``), ``"pgd"`` (eq. 9, ``{"A"}``
-    ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}``: GD++). The prediction is
-    ``-[Z_L]_{d+1, n+1}`` (eq. 5).
+    ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}``: GD++). The prediction
+    is ``-[Z_L]_{d+1, n+1}`` (eq. 5).
     """
     d, L = v.positive_int("d", d), v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
@@ -176,8 +183,8 @@ def transformer_model(
 ) -> Model:
     """The pre-LayerNorm transformer of Yang et al. Sec. 4 on the embedding ``E^T`` of ``spec``.
 
-    ``prompt_keys_only=True`` lets every position attend to the ``N`` prompt tokens only (as in eq. 5).
-    Predictions ``(B, K)`` for every token.
+    ``prompt_keys_only=True`` lets every position attend to the ``N`` prompt tokens only (as in
+    eq. 5). Predictions ``(B, K)`` for every token.
     """
     spec = check_spec(spec)
     n_keys = spec.N if prompt_keys_only else None

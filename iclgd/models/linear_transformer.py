@@ -1,10 +1,12 @@
-"""Multi-layer linear transformers of Part III (Ahn, Cheng, Daneshmand, Sra 2023) and their algorithms.
+"""Multi-layer linear transformers of Part III (Ahn, Cheng, Daneshmand,
+Sra 2023) and their algorithms.
 
 Notation follows the paper: ``n`` context examples, input dimension ``d``, ``D = d + 1`` rows,
 ``L`` layers (the paper's "k-layer transformer"; its indices run over ``A_0, A_1, ...``). Every
 function is batched over ``B`` prompts.
 
-**The model (eq. 1-5).** The input is Part III's embedding (eq. 1, :func:`iclgd.tasks.embed_zero_query`)
+**The model (eq. 1-5).** The input is Part III's embedding (eq. 1,
+:func:`iclgd.tasks.embed_zero_query`)
 
     Z_0 = [[x^(1) ... x^(n)  x^(n+1)],
            [y^(1) ... y^(n)  0      ]]                       shape (d+1, n+1),
@@ -13,13 +15,14 @@ and each layer is a residual linear self-attention (eq. 3-4)
 
     Z_{l+1} = Z_l + (1/n) P_l Z_l M (Z_l^T Q_l Z_l),   M = diag(I_n, 0)   (eq. 2),
 
-with full ``(d+1) x (d+1)`` matrices ``P_l`` (value) and ``Q_l`` (``= W_k^T W_q``). Following eq. 5 the
-model's prediction of ``y^(n+1) = <w*, x^(n+1)>`` is the *negative* bottom-right entry,
+with full ``(d+1) x (d+1)`` matrices ``P_l`` (value) and ``Q_l`` (``= W_k^T W_q``). Following eq. 5
+the model's prediction of ``y^(n+1) = <w*, x^(n+1)>`` is the *negative* bottom-right entry,
 ``y_hat = -[Z_L]_{d+1, n+1}`` (the loss of eq. 5 is ``([Z_L]_{d+1,n+1} + w*^T x^(n+1))^2``).
 
 **Sparse parametrisations.**
 
-* eq. 9: ``P_l = [[0, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` -- parameters ``{"A": (L, d, d)}``.
+* eq. 9: ``P_l = [[0, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` --
+  parameters ``{"A": (L, d, d)}``.
 * eq. 13: ``P_l = [[B_l, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` -- parameters
   ``{"A": (L, d, d), "B": (L, d, d)}``.
 
@@ -32,22 +35,23 @@ The paper takes every ``A_l`` symmetric (eq. 9, 13). The code accepts any ``A_l`
 
 so ``-A_l`` is the preconditioner and the ``1/n`` of eq. 4 is exactly the ``1/n`` of ``grad R``. The
 attention score of query ``x^(n+1)`` against key ``x^(j)`` is ``x^(j)T A_l x^(n+1)``, so for a
-*non-symmetric* ``A_l`` the transformer takes the step with ``A_l^T`` (the proof's eq. 57-58 write the
-transposed score, which is the same thing for the symmetric ``A_l`` of eq. 9). Nothing in the proof
-needs noise-free labels: the equivalence holds for any ``y``.
+*non-symmetric* ``A_l`` the transformer takes the step with ``A_l^T`` (the proof's eq. 57-58 write
+the transposed score, which is the same thing for the symmetric ``A_l`` of eq. 9). Nothing in the
+proof needs noise-free labels: the equivalence holds for any ``y``.
 
-**GD++ (Sec. 6, eq. 13; von Oswald et al. 2022).** With ``B_l != 0`` every token's covariates are also
-transformed, ``x <- (I + B_l G_l A_l) x`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (App. C.1
-eq. 54), the "curvature correction" of von Oswald et al. (``A_l = a_l I``, ``B_l = b_l I``,
-``a_l b_l < 0``). See :func:`gd_plus_plus`.
+**GD++ (Sec. 6, eq. 13; von Oswald et al. 2022).** With ``B_l != 0`` every token's covariates are
+also transformed, ``x <- (I + B_l G_l A_l) x`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T``
+(App. C.1 eq. 54), the "curvature correction" of von Oswald et al. (``A_l = a_l I``,
+``B_l = b_l I``, ``a_l b_l < 0``). See :func:`gd_plus_plus`.
 
-**Counting layers and examples.** The paper calls a transformer with parameters ``{P_i, Q_i}_{i=0}^k``
-"k-layer" (``k+1`` matrices; App. C.1 calls ``Z_k`` "the output of the (k-1)-th layer"); here ``L`` is
-the number of attention layers, ``A`` has shape ``(L, d, d)`` and ``L`` layers match ``L`` GD steps.
-Eq. 10 and the mask of eq. 2 use all ``n`` context examples, and so do the GD baselines here.
+**Counting layers and examples.** The paper calls a transformer with parameters
+``{P_i, Q_i}_{i=0}^k`` "k-layer" (``k+1`` matrices; App. C.1 calls ``Z_k`` "the output of the
+(k-1)-th layer"); here ``L`` is the number of attention layers, ``A`` has shape ``(L, d, d)`` and
+``L`` layers match ``L`` GD steps. Eq. 10 and the mask of eq. 2 use all ``n`` context examples, and
+so do the GD baselines here.
 
-:func:`linear_transformer_output_literal` evaluates eq. 4 with whole matrix products, for tests and the
-book; the other forward functions are the same maps computed cheaply.
+:func:`linear_transformer_output_literal` evaluates eq. 4 with whole matrix products, for tests and
+the book; the other forward functions are the same maps computed cheaply.
 """
 
 from __future__ import annotations
@@ -81,7 +85,8 @@ _FULL_KEYS = ("P", "Q")
 
 
 def _check_key(key) -> None:
-    """Accept a typed PRNG key (shape ``()``) or a raw ``uint32`` key of shape ``(2,)`` or ``(4,)``."""
+    """Accept a typed PRNG key (shape ``()``) or a raw ``uint32`` key of
+    shape ``(2,)`` or ``(4,)``."""
     dtype = getattr(key, "dtype", None)
     shape = getattr(key, "shape", None)
     if dtype is not None and shape is not None:
@@ -93,7 +98,11 @@ def _check_key(key) -> None:
     raise ValueError(
         "key must be a single JAX PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
         f"got {type(key).__name__}"
-        + (f" with shape {tuple(shape)} and dtype {dtype}" if shape is not None else f" {key!r:.60}")
+        + (
+            f" with shape {tuple(shape)} and dtype {dtype}"
+            if shape is not None
+            else f" {key!r:.60}"
+        )
     )
 
 
@@ -101,14 +110,19 @@ def _check_Z(Z0) -> tuple[int, int]:
     """Check an embedding ``(B, d+1, n+1)``; return ``(d, n)``."""
     v.shape("Z0", Z0, (None, None, None), "(B, d+1, n+1)")
     if Z0.shape[1] < 2 or Z0.shape[2] < 2:
-        raise ValueError(f"Z0 must have shape (B, d+1, n+1) with d >= 1 and n >= 1, got shape {tuple(Z0.shape)}")
+        raise ValueError(
+            f"Z0 must have shape (B, d+1, n+1) with d >= 1 and n >= 1, got shape {tuple(Z0.shape)}"
+        )
     v.finite_array("Z0", Z0)
     return Z0.shape[1] - 1, Z0.shape[2] - 1
 
 
 def _check_L(name: str, shape: tuple) -> int:
     if shape[0] < 1:
-        raise ValueError(f"L must be an integer >= 1: {name} has shape {tuple(shape)}, i.e. L = {shape[0]} layers")
+        raise ValueError(
+            f"L must be an integer >= 1: {name} has shape {tuple(shape)}, "
+            f"i.e. L = {shape[0]} layers"
+        )
     return int(shape[0])
 
 
@@ -125,7 +139,8 @@ def _check_full_params(params, d: int | None = None) -> int:
         raise ValueError(f"params['P'] must have shape (L, d+1, d+1), got shape {s}")
     if d is not None and s[1] != d + 1:
         raise ValueError(
-            f"params['P'] must have shape (L, {d + 1}, {d + 1}) to match Z0 with d+1 = {d + 1} rows, got shape {s}"
+            f"params['P'] must have shape (L, {d + 1}, {d + 1}) to match Z0 "
+            f"with d+1 = {d + 1} rows, got shape {s}"
         )
     L = _check_L("params['P']", s)
     D = s[1]
@@ -142,7 +157,9 @@ def _check_stack(name: str, A, d: int | None = None) -> jax.Array:
             raise ValueError(f"L must be an integer >= 1: {name} holds no matrices")
         shapes = {tuple(np.shape(a)) for a in A}
         if len(shapes) != 1:
-            raise ValueError(f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}")
+            raise ValueError(
+                f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}"
+            )
         A = jnp.stack([jnp.asarray(a) for a in A])
     elif not hasattr(A, "shape"):
         A = jnp.asarray(A)
@@ -157,10 +174,14 @@ def _check_stack(name: str, A, d: int | None = None) -> jax.Array:
 
 def _check_sparse_params(params, d: int | None = None) -> tuple[int, bool]:
     """Check ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``; return ``(L, has_B)``."""
-    if not isinstance(params, dict) or "A" not in params or any(k not in ("A", "B") for k in params):
+    if (
+        not isinstance(params, dict)
+        or "A" not in params
+        or any(k not in ("A", "B") for k in params)
+    ):
         raise ValueError(
-            "params must be a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} (eq. 13) "
-            f"(see init_sparse), got {params!r:.80}"
+            "params must be a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} "
+            f"(eq. 13) (see init_sparse), got {params!r:.80}"
         )
     A = params["A"]
     s = tuple(getattr(A, "shape", np.shape(A)))
@@ -168,13 +189,16 @@ def _check_sparse_params(params, d: int | None = None) -> tuple[int, bool]:
         raise ValueError(f"params['A'] must have shape (L, d, d), got shape {s}")
     if d is not None and s[1] != d:
         raise ValueError(
-            f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, got shape {s}"
+            f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, "
+            f"got shape {s}"
         )
     L = _check_L("params['A']", s)
     v.finite_array("params['A']", A)
     has_B = "B" in params
     if has_B:
-        v.shape("params['B']", params["B"], (L, s[1], s[1]), f"({L}, {s[1]}, {s[1]}) like params['A']")
+        v.shape(
+            "params['B']", params["B"], (L, s[1], s[1]), f"({L}, {s[1]}, {s[1]}) like params['A']"
+        )
         v.finite_array("params['B']", params["B"])
     return L, has_B
 
@@ -184,7 +208,9 @@ def _check_regression(X, y, x_q=None) -> tuple[int, int, int]:
     v.shape("X", X, (None, None, None), "(B, n, d)")
     B, n, d = X.shape
     if n < 1 or d < 1:
-        raise ValueError(f"X must have shape (B, n, d) with n >= 1 and d >= 1, got shape {tuple(X.shape)}")
+        raise ValueError(
+            f"X must have shape (B, n, d) with n >= 1 and d >= 1, got shape {tuple(X.shape)}"
+        )
     v.shape("y", y, (B, n), f"({B}, {n}) (B, n) to match X of shape {tuple(X.shape)}")
     v.finite_array("X", X)
     v.finite_array("y", y)
@@ -229,11 +255,12 @@ def init_sparse(
     with_B: bool = False,
     symmetric: bool = True,
 ) -> dict:
-    """Random sparse parameters: eq. 9 (``{"A"}``) or, with ``with_B=True``, eq. 13 (``{"A", "B"}``).
+    """Random sparse parameters: eq. 9 (``{"A"}``) or, with
+    ``with_B=True``, eq. 13 (``{"A", "B"}``).
 
-    ``A_l = init_std * (G + G^T) / 2`` with ``G`` standard normal if ``symmetric`` (eq. 9 and 13 take
-    ``A_l`` symmetric), else ``init_std * G``. ``B_l = init_std * G'`` (no symmetry imposed; the paper's
-    Sec. 6.1 initialises with scaled i.i.d. Gaussians).
+    ``A_l = init_std * (G + G^T) / 2`` with ``G`` standard normal if ``symmetric`` (eq. 9 and 13
+    take ``A_l`` symmetric), else ``init_std * G``. ``B_l = init_std * G'`` (no symmetry imposed;
+    the paper's Sec. 6.1 initialises with scaled i.i.d. Gaussians).
 
     Args:
         key: a JAX PRNG key.
@@ -330,7 +357,8 @@ def _forward_full(P: jax.Array, Q: jax.Array, Z0: jax.Array) -> jax.Array:
 
 
 def linear_transformer_output_literal(params: dict, Z0: jax.Array) -> jax.Array:
-    """``Z_L`` of eq. 4 evaluated literally, ``Z + (1/n) P Z M (Z^T Q Z)`` with whole matrices (tests/book).
+    """``Z_L`` of eq. 4 evaluated literally, ``Z + (1/n) P Z M (Z^T Q Z)`` with
+    whole matrices (tests/book).
 
     Args:
         params: ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
@@ -370,11 +398,12 @@ def linear_transformer_predict(params: dict, Z0: jax.Array) -> jax.Array:
 
 
 def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
-    """Prediction ``-[Z_L]_{d+1,n+1}`` of the sparse transformer, from the sparse parameters directly.
+    """Prediction ``-[Z_L]_{d+1,n+1}`` of the sparse transformer, from the
+    sparse parameters directly.
 
     * ``{"A"}`` (eq. 9): the covariate rows never change (App. B.2 eq. 22) and only the label row
-      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56): ``O(B d (n+1) + B d^2)`` per
-      layer.
+      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56): ``O(B d (n+1) + B d^2)``
+      per layer.
     * ``{"A", "B"}`` (eq. 13): ``X_{l+1} = X_l + (1/n) B_l X_l M X_l^T A_l X_l`` and
       ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54): ``O(B d^2 (n+1))`` per layer.
 
@@ -433,7 +462,8 @@ def _sparse_forward_gdpp(As: jax.Array, Bs: jax.Array, Z0: jax.Array) -> jax.Arr
 
 
 def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
-    """``grad R(w) = (1/n) X^T (X w - y)`` of eq. 10, batched: ``X (B, n, d)``, ``y (B, n)``, ``w (B, d)``."""
+    """``grad R(w) = (1/n) X^T (X w - y)`` of eq. 10, batched: ``X (B, n, d)``,
+    ``y (B, n)``, ``w (B, d)``."""
     n = X.shape[1]
     return jnp.einsum("bni,bn->bi", X, jnp.einsum("bni,bi->bn", X, w) - y) / n
 
@@ -441,13 +471,13 @@ def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
 def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
     """Iterates of ``L`` steps of preconditioned GD from ``w_0 = 0`` (eq. 10-11, Lemma 2).
 
-    ``w_{l+1} = w_l + A_l grad R(w_l)`` with ``R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2``; with
-    ``A_l = -gamma_l I`` this is plain GD with step ``gamma_l`` (the paper's sign: ``-A_l`` is the
-    preconditioner). All ``n`` context examples enter ``R`` (eq. 10 sums ``i = 1..n``).
+    ``w_{l+1} = w_l + A_l grad R(w_l)`` with ``R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2``;
+    with ``A_l = -gamma_l I`` this is plain GD with step ``gamma_l`` (the paper's sign: ``-A_l`` is
+    the preconditioner). All ``n`` context examples enter ``R`` (eq. 10 sums ``i = 1..n``).
 
-    By Lemma 2, ``w_l`` is the weight vector the eq. 9 transformer with symmetric ``A_0, ..., A_{l-1}``
-    uses after ``l`` layers. For a non-symmetric ``A_l`` the transformer matches this function called
-    with the transposes ``A_l^T`` (see the module docstring).
+    By Lemma 2, ``w_l`` is the weight vector the eq. 9 transformer with symmetric
+    ``A_0, ..., A_{l-1}`` uses after ``l`` layers. For a non-symmetric ``A_l`` the transformer
+    matches this function called with the transposes ``A_l^T`` (see the module docstring).
 
     Args:
         X: ``(B, n, d)`` context inputs (row ``i`` is ``x^(i)``).
@@ -476,7 +506,8 @@ def _pgd_iterates(X: jax.Array, y: jax.Array, A: jax.Array) -> jax.Array:
 
 
 def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax.Array:
-    """Prediction ``<w_L, x_q>`` after ``L`` preconditioned GD steps from ``w_0 = 0`` (eq. 11, Lemma 2).
+    """Prediction ``<w_L, x_q>`` after ``L`` preconditioned GD steps from
+    ``w_0 = 0`` (eq. 11, Lemma 2).
 
     See :func:`preconditioned_gd_iterates` for the update and its conventions.
 
@@ -495,21 +526,22 @@ def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax
 
 
 def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> jax.Array:
-    """GD++ (von Oswald et al. 2022) in the preconditioned form of Ahn et al. Sec. 6 (eq. 13, App. C.1).
+    """GD++ (von Oswald et al. 2022) in the preconditioned form of Ahn et al.
+    Sec. 6 (eq. 13, App. C.1).
 
     Each step interleaves (i) a preconditioned GD step (eq. 11) on the least-squares loss of the
     *current* covariates ``x_l = S_l x`` and (ii) a linear transform of every covariate (context and
-    query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T`` (the
-    paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature correction
-    ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``, ``a_l b_l = -gamma n``). The
-    predictor's values at the tokens are kept through (ii), so in the original coordinates, with
-    ``w_0 = 0`` and ``S_0 = I``::
+    query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T``
+    (the paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature
+    correction ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``,
+    ``a_l b_l = -gamma n``). The predictor's values at the tokens are kept through (ii), so in the
+    original coordinates, with ``w_0 = 0`` and ``S_0 = I``::
 
         w_{l+1} = w_l + S_l^T A_l S_l grad R(w_l)          (R of eq. 10 on the original data)
         S_{l+1} = (I + B_l S_l G_0 S_l^T A_l) S_l,         G_0 = (1/n) sum_{i<=n} x^(i) x^(i)T,
 
-    and the prediction is ``<w_L, x_q>``. With ``B_l = 0`` this is :func:`preconditioned_gd`. For the
-    symmetric ``A_l`` of eq. 13 it equals ``sparse_predict({"A": A_list, "B": B_list}, Z0)``.
+    and the prediction is ``<w_L, x_q>``. With ``B_l = 0`` this is :func:`preconditioned_gd`. For
+    the symmetric ``A_l`` of eq. 13 it equals ``sparse_predict({"A": A_list, "B": B_list}, Z0)``.
 
     Args:
         X: ``(B, n, d)`` context inputs.
@@ -525,7 +557,9 @@ def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> 
     A = _check_stack("A_list", A_list, d)
     Bs = _check_stack("B_list", B_list, d)
     if Bs.shape[0] != A.shape[0]:
-        raise ValueError(f"B_list must have shape {tuple(A.shape)} like A_list, got shape {tuple(Bs.shape)}")
+        raise ValueError(
+            f"B_list must have shape {tuple(A.shape)} like A_list, got shape {tuple(Bs.shape)}"
+        )
     return _gdpp(X, y, x_q, A, Bs)
 
 
@@ -562,18 +596,21 @@ def theorem1_optimal_A(Sigma, n: int, w_cov: str = "identity") -> jax.Array:
 
     With ``b = e_{d+1}`` (i.e. ``P_0 = [[0, 0], [0, 1]]``) and ``Q_0 = [[A, 0], [0, 0]]``:
 
-    * ``w_cov="identity"`` (Theorem 1: ``x ~ N(0, Sigma)``, ``w* ~ N(0, I_d)``, ``Sigma = U Lambda U^T``)::
+    * ``w_cov="identity"`` (Theorem 1: ``x ~ N(0, Sigma)``, ``w* ~ N(0, I_d)``,
+      ``Sigma = U Lambda U^T``)::
 
           A = -U diag( 1 / ((n+1)/n * lambda_i + (1/n) sum_k lambda_k) ) U^T        (eq. 8)
 
       which for ``Sigma = I`` is ``-1 / ((n-1)/n + (d+2)/n) I = -n/(n+d+1) I``.
-    * ``w_cov="inverse_sigma"`` (``w* ~ N(0, Sigma^{-1})``, the setting of Theorems 4-5): the paper states
-      no Theorem-1 formula for this prior. Writing ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar``
-      (Sec. 5.2's "distorted view") maps it to the isotropic case, whose optimum ``-n/(n+d+1) I``
-      transforms to ``A = -n/(n+d+1) Sigma^{-1}`` (derived here, not stated in the paper).
+    * ``w_cov="inverse_sigma"`` (``w* ~ N(0, Sigma^{-1})``, the setting of Theorems 4-5): the paper
+      states no Theorem-1 formula for this prior. Writing ``x = Sigma^{1/2} x_bar``,
+      ``w* = Sigma^{-1/2} w_bar`` (Sec. 5.2's "distorted view") maps it to the isotropic case, whose
+      optimum ``-n/(n+d+1) I`` transforms to ``A = -n/(n+d+1) Sigma^{-1}`` (derived here, not stated
+      in the paper).
 
-    The optimum is unique only up to ``b <- gamma b``, ``A <- A / gamma``; ``-A`` is the preconditioner
-    of the one GD step (Lemma 2) and ``sparse_predict({"A": A[None]}, Z0)`` is the optimal predictor.
+    The optimum is unique only up to ``b <- gamma b``, ``A <- A / gamma``; ``-A`` is the
+    preconditioner of the one GD step (Lemma 2) and ``sparse_predict({"A": A[None]}, Z0)`` is the
+    optimal predictor.
 
     Args:
         Sigma: ``(d, d)`` symmetric positive-definite input covariance.

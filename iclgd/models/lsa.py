@@ -4,9 +4,9 @@ Multi-head LSA (Xie et al. eq. 3, 5, 6) on an embedding ``E`` of shape ``(d+1, C
 
     f(E) = [ E + sum_h (1/C) W^P_h W^V_h E W^M E^T (W^K_h)^T W^Q_h E ]_{-1,-1},
 
-with the mask ``W^M = diag(I_C, 0)``. Only the bottom-right entry is read, so iclgd computes just that:
-with ``b_h`` the last row of ``W^P_h W^V_h``, ``A_h = (W^K_h)^T W^Q_h``, ``G = (1/C) sum_{i<=C} z_i z_i^T``
-and ``z_q`` the last column of ``E``::
+with the mask ``W^M = diag(I_C, 0)``. Only the bottom-right entry is read, so iclgd computes just
+that: with ``b_h`` the last row of ``W^P_h W^V_h``, ``A_h = (W^K_h)^T W^Q_h``,
+``G = (1/C) sum_{i<=C} z_i z_i^T`` and ``z_q`` the last column of ``E``::
 
     f(E) = y_q + sum_h b_h^T G A_h z_q .
 
@@ -61,14 +61,17 @@ def init_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1) -> dict:
 
 def _check_params(params, D: int | None = None) -> tuple[int, int]:
     if not isinstance(params, dict) or any(k not in params for k in _KEYS):
-        raise ValueError(f"params must be a dict with keys {_KEYS} (see init_lsa), got {params!r:.80}")
+        raise ValueError(
+            f"params must be a dict with keys {_KEYS} (see init_lsa), got {params!r:.80}"
+        )
     s = params["WK"].shape
     if len(s) != 3 or s[1] != s[2]:
         raise ValueError(f"params['WK'] must have shape (H, d+1, d+1), got shape {tuple(s)}")
     H, D0 = s[0], s[1]
     if D is not None and D0 != D:
         raise ValueError(
-            f"params['WK'] must have shape (H, {D}, {D}) to match E with d+1 = {D} rows, got shape {tuple(s)}"
+            f"params['WK'] must have shape (H, {D}, {D}) to match E with d+1 = {D} rows, "
+            f"got shape {tuple(s)}"
         )
     for k in _KEYS:
         v.shape(f"params[{k!r}]", params[k], (H, D0, D0), f"({H}, {D0}, {D0})")
@@ -78,7 +81,9 @@ def _check_params(params, D: int | None = None) -> tuple[int, int]:
 def _check_E(E) -> tuple[int, int]:
     v.shape("E", E, (None, None, None), "(B, d+1, C+1)")
     if E.shape[1] < 2 or E.shape[2] < 2:
-        raise ValueError(f"E must have shape (B, d+1, C+1) with d >= 1 and C >= 1, got shape {tuple(E.shape)}")
+        raise ValueError(
+            f"E must have shape (B, d+1, C+1) with d >= 1 and C >= 1, got shape {tuple(E.shape)}"
+        )
     return E.shape[1], E.shape[2] - 1
 
 
@@ -128,7 +133,14 @@ def lsa_output(params: dict, E: jax.Array) -> jax.Array:
     M = jnp.diag(jnp.concatenate([jnp.ones(C), jnp.zeros(1)]))
     heads = jnp.einsum(
         "hij,hjk,bkl,lm,bnm,hpn,hpq,bqr->bir",
-        params["WP"], params["WV"], E, M, E, params["WK"], params["WQ"], E,
+        params["WP"],
+        params["WV"],
+        E,
+        M,
+        E,
+        params["WK"],
+        params["WQ"],
+        E,
     )
     return E + heads / C
 
@@ -210,8 +222,8 @@ def yq_lsa_predict(params: dict, tasks: TaskBatch) -> jax.Array:
 def ltb_predict(params: dict, E: jax.Array) -> jax.Array:
     """Prediction of a one-head linear transformer block (Xie et al. eq. 30, Zhang et al. 2024).
 
-    ``f(E) = [W_2^T W_1 (E + (1/C) W^P W^V E W^M E^T (W^K)^T W^Q E)]_{-1,-1}``: an LSA layer followed
-    by a linear MLP.
+    ``f(E) = [W_2^T W_1 (E + (1/C) W^P W^V E W^M E^T (W^K)^T W^Q E)]_{-1,-1}``: an LSA layer
+    followed by a linear MLP.
 
     Args:
         params: ``{"W1", "W2", "WP", "WV", "WK", "WQ"}``, each ``(d+1, d+1)``.
@@ -239,8 +251,8 @@ def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False
     ``W_3 = [[I, 0], [w^T, 0]]`` (so that ``W_3 E_0 = E_w`` on the query column only), the block fed
     ``y_q = 0`` returns the y_q-LSA prediction for every prompt when
     ``W^P <- W_1^{-1} W^P``, ``W^Q <- W^Q W_3`` and ``W^K, W^V`` unchanged (the corrected
-    construction). ``paper=True`` also multiplies ``W^K`` and ``W^V`` by ``W_3``, as the paper prints
-    it; that block equals y_q-LSA only on prompts whose labels satisfy ``y = X w``.
+    construction). ``paper=True`` also multiplies ``W^K`` and ``W^V`` by ``W_3``, as the paper
+    prints it; that block equals y_q-LSA only on prompts whose labels satisfy ``y = X w``.
 
     Args:
         params: one-head y_q-LSA parameters ``{"attn": LSA params with H = 1, "w": (d,)}``.
@@ -263,8 +275,14 @@ def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False
         raise ValueError(f"c must differ from ||w||^2 = {float(w @ w):.6g} (W_1 is singular there)")
     W1 = jnp.eye(D).at[:d, d].set(w).at[d, :d].set(w).at[d, d].set(c)
     W3 = jnp.zeros((D, D)).at[:d, :d].set(jnp.eye(d)).at[d, :d].set(w)
-    out = {"W1": W1, "W2": jnp.eye(D), "WP": jnp.linalg.solve(W1, a["WP"]), "WQ": a["WQ"] @ W3,
-           "WK": a["WK"], "WV": a["WV"]}
+    out = {
+        "W1": W1,
+        "W2": jnp.eye(D),
+        "WP": jnp.linalg.solve(W1, a["WP"]),
+        "WQ": a["WQ"] @ W3,
+        "WK": a["WK"],
+        "WV": a["WV"],
+    }
     if paper:
         out["WK"], out["WV"] = a["WK"] @ W3, a["WV"] @ W3
     return out

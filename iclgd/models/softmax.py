@@ -2,25 +2,25 @@
 
 1. The one-layer multi-head softmax attention of eq. 5-8. With the paper's parametrisation (eq. 7)
    ``W^O = (I_K, ..., I_K)``, ``W^V_h = (0, w_h)`` with ``w_h in R^K``, and
-   ``(W^K_h)^T W^Q_h = [[Q_h, 0], [0, 0]]`` with ``Q_h in R^{d x d}``, the prediction for token ``k`` is
-   the ``k``-th diagonal entry of ``T(E)`` (eq. 6)::
+   ``(W^K_h)^T W^Q_h = [[Q_h, 0], [0, 0]]`` with ``Q_h in R^{d x d}``, the prediction for token
+   ``k`` is the ``k``-th diagonal entry of ``T(E)`` (eq. 6)::
 
        y_hat_k = < y, sum_h w_{h,k} softmax(V^T Q_h v_k) >,   k in [K]            (eq. 8)
 
    where ``V = (v_1, ..., v_N)`` are the prompt tokens and ``y`` the prompt labels. The attention
-   scores ``s^h_k = softmax(V^T Q_h v_k) in R^N`` (eq. 28) do not depend on the labels, so the model is
-   ``y_hat = y^T A_hat(theta)`` with ``A_hat(theta) = (sum_h w_{h,k} s^h_k)_k in R^{N x K}`` (eq. 35):
-   :func:`softmax_predict` computes exactly that, :func:`softmax_attention_map` computes ``T(E)``
-   literally (for tests and the book).
+   scores ``s^h_k = softmax(V^T Q_h v_k) in R^N`` (eq. 28) do not depend on the labels, so the model
+   is ``y_hat = y^T A_hat(theta)`` with ``A_hat(theta) = (sum_h w_{h,k} s^h_k)_k in R^{N x K}``
+   (eq. 35): :func:`softmax_predict` computes exactly that, :func:`softmax_attention_map` computes
+   ``T(E)`` literally (for tests and the book).
 
    Parameters: ``{"Q": (H, d, d), "w": (H, K)}``. Initialisation (Prop. 1, Thm. 1, Sec. 4):
    ``Q_h(i, j) ~ N(0, beta^2)`` (the experiments use ``beta = 1``), ``w_h = 0``.
 
    Training objective: the population loss (eq. 9)
-   ``L(theta) = 1/2 E_{lambda, eps}[ 1/K sum_k (y_hat_k - y_k)^2 ]`` over all ``K`` tokens, estimated on
-   a batch by :func:`softmax_loss` and computed exactly (no sampling) by :func:`population_loss`
-   (eq. 74-77 / Lemma 5). The paper trains with GD (eq. 10, learning rates ``eta_Q``, ``eta_w``) in
-   theory and with Adam (lr ``1e-4``, batch 256) in the experiments.
+   ``L(theta) = 1/2 E_{lambda, eps}[ 1/K sum_k (y_hat_k - y_k)^2 ]`` over all ``K`` tokens,
+   estimated on a batch by :func:`softmax_loss` and computed exactly (no sampling) by
+   :func:`population_loss` (eq. 74-77 / Lemma 5). The paper trains with GD (eq. 10, learning rates
+   ``eta_Q``, ``eta_w``) in theory and with Adam (lr ``1e-4``, batch 256) in the experiments.
 
 The pre-LayerNorm transformer of Sec. 4 is in :mod:`iclgd.models.transformer`.
 
@@ -33,7 +33,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .. import _validate as v
 from ..metrics import mse
@@ -87,14 +86,18 @@ def _init_softmax(key, beta, d, K, H):
     return {"Q": beta * jax.random.normal(key, (H, d, d)), "w": jnp.zeros((H, K))}
 
 
-def _check_softmax_params(params, d: int | None = None, K: int | None = None) -> tuple[int, int, int]:
+def _check_softmax_params(
+    params, d: int | None = None, K: int | None = None
+) -> tuple[int, int, int]:
     if not isinstance(params, dict) or "Q" not in params or "w" not in params:
         raise ValueError("params must be a dict {'Q': (H, d, d), 'w': (H, K)} (see init_softmax)")
     Q, w = params["Q"], params["w"]
     want_d = "d" if d is None else str(d)
     s = getattr(Q, "shape", ())
     if len(s) != 3 or s[1] != s[2] or (d is not None and s[1] != d):
-        raise ValueError(f"params['Q'] must have shape (H, {want_d}, {want_d}), got shape {tuple(s)}")
+        raise ValueError(
+            f"params['Q'] must have shape (H, {want_d}, {want_d}), got shape {tuple(s)}"
+        )
     H = s[0]
     v.shape("params['w']", w, (H, K), f"({H}, {'K' if K is None else K}) (H from params['Q'])")
     return H, s[1], w.shape[1]
@@ -209,7 +212,10 @@ def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
     """
     v.shape("y_hat", y_hat, (None, None), "(B, K)")
     if tuple(y_hat.shape) != tuple(y_all.shape):
-        raise ValueError(f"y_hat and y_all must have the same shape (B, K), got {tuple(y_hat.shape)} and {tuple(y_all.shape)}")
+        raise ValueError(
+            "y_hat and y_all must have the same shape (B, K), "
+            f"got {tuple(y_hat.shape)} and {tuple(y_all.shape)}"
+        )
     return 0.5 * mse(y_hat, y_all)
 
 
@@ -225,7 +231,9 @@ def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBa
         ``()``.
     """
     if not isinstance(batch, RepresentationBatch):
-        raise ValueError(f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}")
+        raise ValueError(
+            f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}"
+        )
     return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)
 
 
@@ -235,11 +243,12 @@ def population_loss_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Ar
     With ``S = E[lambda lambda^T] = mu mu^T + sigma^2 I_m`` (``mu = spec.lam_mean``,
     ``sigma = spec.lam_std``), the expectation over ``lambda`` and ``eps`` in eq. 75 is::
 
-        L = 1/(2K) sum_k [ (Z a_k - z_k)^T S (Z a_k - z_k) + tau tr(S) (||a_k||^2 + 1 - 2 a_kk 1{k <= N}) ]
+        L = 1/(2K) sum_k [ (Z a_k - z_k)^T S (Z a_k - z_k)
+                           + tau tr(S) (||a_k||^2 + 1 - 2 a_kk 1{k <= N}) ]
 
     (the cross term, eq. 76, vanishes; the noise term is ``||a_k - e_k||^2`` for a prompt token and
-    ``||a_k||^2 + 1`` for a query token). Under Assumption 1 (``S = I_m``) this is eq. 75 with eq. 77:
-    ``1/(2K) sum_k [||Z a_k - z_k||^2 + m tau (||a_k||^2 + 1) - 2 m tau a_kk 1{k <= N}]``.
+    ``||a_k||^2 + 1`` for a query token). Under Assumption 1 (``S = I_m``) this is eq. 75 with
+    eq. 77: ``1/(2K) sum_k [||Z a_k - z_k||^2 + m tau (||a_k||^2 + 1) - 2 m tau a_kk 1{k <= N}]``.
 
     Args:
         A_hat: ``(N, K)``, column ``a_k`` maps the prompt labels to the prediction for token ``k``.
@@ -249,7 +258,7 @@ def population_loss_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Ar
         ``()``.
     """
     spec = check_spec(spec)
-    N, K, m = spec.N, spec.K, spec.m
+    N, K = spec.N, spec.K
     v.shape("A_hat", A_hat, (N, K), f"({N}, {K})")
     return _pop_loss(jnp.asarray(A_hat), spec)
 
@@ -280,7 +289,8 @@ def population_loss(params: dict, spec: RepresentationSpec) -> jax.Array:
 
 
 def inference_loss(y_hat: jax.Array, y_target: jax.Array) -> jax.Array:
-    """Theorem 2's inference error ``1/(2K) ||y_hat - y_star||_2^2`` (eq. 22), averaged over the batch.
+    """Theorem 2's inference error ``1/(2K) ||y_hat - y_star||_2^2``
+    (eq. 22), averaged over the batch.
 
     (Fig. 2 of the paper plots ``1/K ||y_hat - y_star||^2``, i.e. twice this; Fig. 3 plots
     ``1/K ||y_star - y_best||^2``.)
@@ -296,10 +306,12 @@ def inference_loss(y_hat: jax.Array, y_target: jax.Array) -> jax.Array:
 
 
 def zeta0(params: dict, spec: RepresentationSpec) -> jax.Array:
-    """``zeta = min_k lambda_min(B_k B_k^T)`` of eq. 14 at ``params`` (``B_k = Z_bar C_k``, eq. 12-13).
+    """``zeta = min_k lambda_min(B_k B_k^T)`` of eq. 14 at ``params``
+    (``B_k = Z_bar C_k``, eq. 12-13).
 
-    ``Z_bar = (Z^T Z + m tau I_N)^{1/2}`` and ``C_k = (s^1_k, ..., s^H_k) in R^{N x H}``. Assumption 2
-    (``B_k`` of full row rank for all ``k``) is ``zeta > 0``; it fails whenever ``H < N``.
+    ``Z_bar = (Z^T Z + m tau I_N)^{1/2}`` and ``C_k = (s^1_k, ..., s^H_k) in R^{N x H}``.
+    Assumption 2 (``B_k`` of full row rank for all ``k``) is ``zeta > 0``; it fails whenever
+    ``H < N``.
 
     Returns:
         ``()``.

@@ -23,7 +23,21 @@ __all__ = ["layer_norm", "init_transformer", "transformer_predict"]
 # Standard pre-LayerNorm transformer (Sec. 4's 4-layer runs)
 # ----------------------------------------------------------------------------------------------
 
-_LAYER_KEYS = ("ln1_g", "ln1_b", "Wq", "Wk", "Wv", "Wo", "bo", "ln2_g", "ln2_b", "W1", "b1", "W2", "b2")
+_LAYER_KEYS = (
+    "ln1_g",
+    "ln1_b",
+    "Wq",
+    "Wk",
+    "Wv",
+    "Wo",
+    "bo",
+    "ln2_g",
+    "ln2_b",
+    "W1",
+    "b1",
+    "W2",
+    "b2",
+)
 
 
 def layer_norm(x: jax.Array, gain: jax.Array, bias: jax.Array, eps: float = 1e-5) -> jax.Array:
@@ -63,13 +77,14 @@ def init_transformer(
 ) -> dict:
     """Parameters of a pre-LayerNorm transformer encoder (Vaswani et al. 2017 with pre-LN).
 
-    Defaults are the paper's 4-layer configuration (Sec. 4: ``d_model = 256``, ``d_ff = 512``, ``H = 8``
-    in Fig. 2). Weights are ``N(0, 1/fan_in)``, biases 0, LayerNorm gains 1. The per-layer weights are
-    stacked along a leading ``L`` axis so :func:`transformer_predict` can ``lax.scan`` over them.
+    Defaults are the paper's 4-layer configuration (Sec. 4: ``d_model = 256``, ``d_ff = 512``,
+    ``H = 8`` in Fig. 2). Weights are ``N(0, 1/fan_in)``, biases 0, LayerNorm gains 1. The per-layer
+    weights are stacked along a leading ``L`` axis so :func:`transformer_predict` can ``lax.scan``
+    over them.
 
-    The paper's dictionary is fixed and always in the same order, so a token ``v_k`` already identifies
-    its position; ``pos_encoding="none"`` (default) relies on that, ``"learned"`` adds a learned
-    ``(seq_len, d_model)`` table (``N(0, 0.02^2)``).
+    The paper's dictionary is fixed and always in the same order, so a token ``v_k`` already
+    identifies its position; ``pos_encoding="none"`` (default) relies on that, ``"learned"`` adds a
+    learned ``(seq_len, d_model)`` table (``N(0, 0.02^2)``).
 
     Args:
         key: PRNG key.
@@ -84,8 +99,8 @@ def init_transformer(
     Returns:
         ``{"embed": {"W": (d_in, d_model), "b": (d_model,)},
         "layers": {"ln1_g", "ln1_b": (L, D), "Wq", "Wk", "Wv": (L, D, H, D/H), "Wo": (L, H, D/H, D),
-        "bo": (L, D), "ln2_g", "ln2_b": (L, D), "W1": (L, D, d_ff), "b1": (L, d_ff), "W2": (L, d_ff, D),
-        "b2": (L, D)}, "final_ln": {"g", "b": (D,)}, "readout": {"W": (D,), "b": ()}}`` plus
+        "bo": (L, D), "ln2_g", "ln2_b": (L, D), "W1": (L, D, d_ff), "b1": (L, d_ff), "W2": (L, d_ff,
+        D), "b2": (L, D)}, "final_ln": {"g", "b": (D,)}, "readout": {"W": (D,), "b": ()}}`` plus
         ``"pos": (seq_len, D)`` if learned.
     """
     d_in = v.positive_int("d_in", d_in)
@@ -107,8 +122,8 @@ def init_transformer(
 @partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
 def _init_transformer(key, d_in, D, H, F, L, seq_len):
     Dh = D // H
-    # (name, shape, std): every random tensor comes from ONE normal draw (one threefry kernel; XLA:CPU
-    # compiles each separate jax.random call inside jit slowly).
+    # (name, shape, std): every random tensor comes from ONE normal draw (one threefry kernel;
+    # XLA:CPU compiles each separate jax.random call inside jit slowly).
     spec = [
         ("embed_W", (d_in, D), 1 / math.sqrt(d_in)),
         ("Wq", (L, D, H, Dh), 1 / math.sqrt(D)),
@@ -160,17 +175,31 @@ def _check_transformer_params(params) -> tuple[int, int, int, int, int, int]:
         and all(k in params["layers"] for k in _LAYER_KEYS)
     )
     if not ok:
-        raise ValueError("params must be the nested dict returned by init_transformer (keys embed, layers, final_ln, readout)")
+        raise ValueError(
+            "params must be the nested dict returned by init_transformer "
+            "(keys embed, layers, final_ln, readout)"
+        )
     d_in, D = params["embed"]["W"].shape
     lay = params["layers"]
     s = lay["Wq"].shape
     if len(s) != 4 or s[1] != D or s[2] * s[3] != D:
-        raise ValueError(f"params['layers']['Wq'] must have shape (L, {D}, H, {D}/H), got shape {tuple(s)}")
+        raise ValueError(
+            f"params['layers']['Wq'] must have shape (L, {D}, H, {D}/H), got shape {tuple(s)}"
+        )
     L, _, H, Dh = s
     F = lay["W1"].shape[-1]
     want = {
-        "ln1_g": (L, D), "ln1_b": (L, D), "Wk": (L, D, H, Dh), "Wv": (L, D, H, Dh), "Wo": (L, H, Dh, D),
-        "bo": (L, D), "ln2_g": (L, D), "ln2_b": (L, D), "W1": (L, D, F), "b1": (L, F), "W2": (L, F, D),
+        "ln1_g": (L, D),
+        "ln1_b": (L, D),
+        "Wk": (L, D, H, Dh),
+        "Wv": (L, D, H, Dh),
+        "Wo": (L, H, Dh, D),
+        "bo": (L, D),
+        "ln2_g": (L, D),
+        "ln2_b": (L, D),
+        "W1": (L, D, F),
+        "b1": (L, F),
+        "W2": (L, F, D),
         "b2": (L, D),
     }
     for k, shp in want.items():
@@ -188,11 +217,12 @@ def transformer_predict(
 
     ``x_0 = inputs W_e + b_e (+ pos)``; for each layer ``x <- x + MHA(LN_1(x))``,
     ``x <- x + FFN(LN_2(x))`` with ``FFN(u) = ReLU(u W_1 + b_1) W_2 + b_2``; then
-    ``y_hat_t = LN_f(x_t)^T w_r + b_r``. Attention is bidirectional by default (an encoder: like eq. 5,
-    every query position sees the whole prompt).
+    ``y_hat_t = LN_f(x_t)^T w_r + b_r``. Attention is bidirectional by default (an encoder: like
+    eq. 5, every query position sees the whole prompt).
 
     For the paper's task use ``inputs = jnp.swapaxes(batch.E, 1, 2)`` (``(B, K, d+1)``, rows
-    ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` after) and compare the output with ``batch.y_all``.
+    ``(v_k, y_k)`` for ``k <= N`` and ``(v_k, 0)`` after) and compare the
+    output with ``batch.y_all``.
 
     Args:
         params: from :func:`init_transformer`.
@@ -212,7 +242,10 @@ def transformer_predict(
     if "pos" in params:
         P = params["pos"]
         if P.ndim != 2 or P.shape[1] != D or P.shape[0] < T:
-            raise ValueError(f"params['pos'] must have shape (seq_len >= T = {T}, {D}), got shape {tuple(P.shape)}")
+            raise ValueError(
+                f"params['pos'] must have shape (seq_len >= T = {T}, {D}), "
+                f"got shape {tuple(P.shape)}"
+            )
     if n_keys is not None:
         n_keys = v.positive_int("n_keys", n_keys)
         if n_keys > T:
