@@ -8,7 +8,7 @@ shapes are static.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -96,7 +96,9 @@ def spd_matrix(name: str, m, d: int | None = None, psd: bool = False):
     tol = 1e-10 * max(1.0, float(np.abs(eig).max()))
     if psd:
         if eig.min() < -tol:
-            raise ValueError(f"{name} must be positive semi-definite; smallest eigenvalue {eig.min():.3g}")
+            raise ValueError(
+                f"{name} must be positive semi-definite; smallest eigenvalue {eig.min():.3g}"
+            )
     elif eig.min() <= tol:
         raise ValueError(f"{name} must be positive definite; smallest eigenvalue {eig.min():.3g}")
     return m

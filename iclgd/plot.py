@@ -353,14 +353,16 @@ def heads_optimum(
 ) -> Figure:
     """Optimal risk of H-head LSA against H (multihead_theory, Theorem 1, in Fig. 2's setting).
 
-    Open markers: best of L-BFGS restarts (an upper bound on the optimum, H < d); filled markers:
-    the exact optimum (constructions, H >= d); dotted line: the floor over all H; dashed red: one
-    GD step from w*. Replaces cell [13] of ``part1/multihead_theory.ipynb``.
+    Open markers: the subspace search of :func:`iclgd.exact.best_lsa` (H < d, exact up to solver
+    precision); filled markers: the exact optimum (constructions, H >= d); dotted line: the floor
+    over all H; dashed red: one GD step from w*. Replaces cell [13] of
+    ``part1/multihead_theory.ipynb``.
 
     Args:
         heads: head counts H, shape (n,), increasing.
         risk: best risk found for each H, shape (n,).
-        exact: bool, shape (n,): True where ``risk`` is the exact optimum, False for an upper bound.
+        exact: bool, shape (n,): True where ``risk`` comes from a construction, False where it
+            comes from the subspace search (``exact.best_lsa``).
         floor: the best risk over all multi-head LSA (``exact.best_multihead_lsa(...).risk``).
         gd_risk: exact risk of one GD step from w* with the optimal step.
         d, C: dimension and context length (title, and the vertical line at H = d).
@@ -381,7 +383,7 @@ def heads_optimum(
             mfc="none",
             color="tab:blue",
             ms=8,
-            label="best of L-BFGS restarts (upper bound)",
+            label="optimum by subspace search",
         )
         ax.plot(
             heads[exact],

@@ -38,5 +38,6 @@ def test_compare_predictors():
     assert same["cos_ref"].mean() > 0.9
     flipped = metrics.compare_predictors(lambda tb: -gd(tb), gd, t)
     np.testing.assert_allclose(flipped["cos"], -1.0, rtol=1e-5)
-    np.testing.assert_allclose(flipped["grad_diff"] / 2, np.linalg.norm(
-        metrics.input_gradient(gd, t), axis=-1), rtol=1e-5)
+    np.testing.assert_allclose(
+        flipped["grad_diff"] / 2, np.linalg.norm(metrics.input_gradient(gd, t), axis=-1), rtol=1e-5
+    )
