@@ -18,6 +18,11 @@ this package evaluates exactly. Nothing here retypes a paper's closed form.
   :func:`lambdify_gradient` turn a sympy risk into a jax (or numpy) callable, so that the book can
   compare a sympy gradient with ``jax.grad`` of a Monte Carlo risk; :func:`frobenius`,
   :func:`bottom_right`.
+* The chapters' derivations, one module per chapter (import them by name):
+  :mod:`iclgd.symbolic.gd_step` (the one-step-GD construction of "The shared setting"),
+  :mod:`iclgd.symbolic.multihead` (Part I, multi-head LSA theory: App. A.1 construction, Gram
+  moments, head risks, closed form), :mod:`iclgd.symbolic.yq_lsa` (Part I, y_q-LSA: Theorem 4,
+  the linear class, the linear transformer block).
 * :mod:`~iclgd.symbolic.core` -- symbols (:func:`gaussian_vector`, :func:`weight_matrix`,
   :func:`flatten_params`) and input conversion.
 
