@@ -20,7 +20,7 @@ Index (notebook -> function):
 
 * ``shared_setting``: Fig. 1 -> :func:`fig1_prior_mean`.
 * ``part1/multihead_theory``: optimum against H -> :func:`heads_optimum`; the gap to one GD step
-  against C and |w*|^2 -> :func:`gd_gap`.
+  against C and ‖w*‖² -> :func:`gd_gap`.
 * ``part1/multihead_experiments``: Fig. 2 -> :func:`fig2_heads`, Fig. 3 -> :func:`fig3_prior_mean`,
   Fig. 4 -> :func:`fig4_initial_guess`.
 * ``part1/yq_lsa``: Fig. 5 -> :func:`fig5_yq_training`, Fig. 5(b) -> :func:`fig5b_yq_vs_gd`.
@@ -99,7 +99,7 @@ PALETTE = (
     "tab:cyan",
     "tab:olive",
 )
-"""Colours of the priors in Fig. 5 and 5(b), in increasing order of |w*|^2."""
+"""Colours of the priors in Fig. 5 and 5(b), in increasing order of ‖w*‖²."""
 
 
 @contextlib.contextmanager
@@ -423,16 +423,16 @@ def gd_gap(
     """The gap between the best multi-head LSA and one GD step (multihead_theory, Theorem 2).
 
     (a) top, full width: against the context length C (log-log), the gap with the formula
-    2|w*|^2/(Cd+2) and the two risks; (b) bottom left: the ratio LSA / GD with its limit
-    1 + 2|w*|^2/(d^2(d+1)); (c) bottom right: the gap against |w*|^2 at fixed C for several d, with
-    the formula lines 2|w*|^2/(Cd+2). Replaces cell [36] of ``part1/multihead_theory.ipynb``.
+    2‖w*‖²/(Cd+2) and the two risks; (b) bottom left: the ratio LSA / GD with its limit
+    1 + 2‖w*‖²/(d²(d+1)); (c) bottom right: the gap against ‖w*‖² at fixed C for several d, with
+    the formula lines 2‖w*‖²/(Cd+2). Replaces cell [36] of ``part1/multihead_theory.ipynb``.
 
     Args:
         contexts: context lengths C, shape (n,).
         risk_lsa: exact risk of the best multi-head LSA (H >= d) at each C, shape (n,).
         risk_gd: exact risk of one GD step from w* (optimal step) at each C, shape (n,).
         d: dimension of panels (a) and (b).
-        w2: |w*|^2 of panels (a) and (b).
+        w2: ‖w*‖² of panels (a) and (b).
         gaps: dimension d' -> ``(w2_values, gap_values)``, each shape (m,): best LSA risk minus
             one GD step at C = ``gaps_C`` (panel c).
         gaps_C: the context length of panel (c).
@@ -704,17 +704,17 @@ def fig3_prior_mean(
 ) -> Figure:
     """Fig. 3 of Xie et al. (multihead_experiments): the prior mean, H = d + 1 heads, y_q = 0.
 
-    (a) left: sampled training curves for each |w*|^2 (smoothed) and one GD step; (b) right: the
-    final exact risk against |w*|^2, the exact optimum (a line of slope 2/(Cd+2) from one GD
+    (a) left: sampled training curves for each ‖w*‖² (smoothed) and one GD step; (b) right: the
+    final exact risk against ‖w*‖², the exact optimum (a line of slope 2/(Cd+2) from one GD
     step), the sampled-trained models (squares, bars of 2 sd over seeds) and the exact-gradient
     twins (x). Legends below the panels. Replaces cell [26] of
     ``part1/multihead_experiments.ipynb``.
 
     Args:
-        w2_grid: the trained |w*|^2 values, shape (m,).
-        losses: |w*|^2 -> per-step minibatch loss of one sampled run, shape (steps,), for every
+        w2_grid: the trained ‖w*‖² values, shape (m,).
+        losses: ‖w*‖² -> per-step minibatch loss of one sampled run, shape (steps,), for every
             value of ``w2_grid``.
-        w2_fine: |w*|^2 values where the optimum was solved, shape (k,).
+        w2_fine: ‖w*‖² values where the optimum was solved, shape (k,).
         optimum_fine: exact optimum (H >= d) at ``w2_fine``, shape (k,).
         risk_sampled: mean over seeds of the exact risk of the sampled-trained models, shape (m,).
         risk_exact: exact risk of the exact-gradient twins, shape (m,).
@@ -801,15 +801,15 @@ def fig4_initial_guess(
     """Fig. 4 of Xie et al. (multihead_experiments): the initial guess, H = d + 1, w* = 0.
 
     (a) top, full width: sampled training curves for y_q = c (blues, by c^2) and y_q = x_q^T g
-    (oranges, by |g|^2); (b) bottom left: final exact risk against c^2; (c) bottom right: against
-    |g|^2 -- each with the exact optimum (a line of slope 2/(Cd+2) from one GD step), the
+    (oranges, by ‖g‖²); (b) bottom left: final exact risk against c^2; (c) bottom right: against
+    ‖g‖² -- each with the exact optimum (a line of slope 2/(Cd+2) from one GD step), the
     sampled-trained models (squares, bars of 2 sd over seeds) and the exact-gradient twins (x),
     and one legend below. Replaces cell [32] of ``part1/multihead_experiments.ipynb``.
 
     Args:
-        s_grid: the trained values s = c^2 = |g|^2 (both sweeps share it, 0 included), shape (m,).
+        s_grid: the trained values s = c^2 = ‖g‖² (both sweeps share it, 0 included), shape (m,).
         losses_bias: c^2 -> per-step minibatch loss of the sampled run with y_q = c, shape (steps,).
-        losses_guess: |g|^2 -> the same with y_q = x_q^T g. A key 0 in both dicts is the same run
+        losses_guess: ‖g‖² -> the same with y_q = x_q^T g. A key 0 in both dicts is the same run
             (y_q = 0) and is drawn once, in the blues (``c^2 = 0``).
         s_fine: values where the optima were solved, shape (k,).
         optimum_bias, optimum_guess: exact optimum (H >= d + 1) at ``s_fine``, shape (k,) each.
@@ -920,18 +920,18 @@ def fig5_yq_training(
 ) -> Figure:
     """Fig. 5 of Xie et al. (yq_lsa): y_q-LSA trained against one GD step, d = C = 10, one head.
 
-    (a) left: sampled training curves (smoothed) for each |w*|^2, ending in a dot at the exact
+    (a) left: sampled training curves (smoothed) for each ‖w*‖², ending in a dot at the exact
     risk of the trained weights; (b) right, same y-axis: the same Adam on the exact risk, the exact
     risk at every step. One GD step with the optimal step size (dashed red) in both; one legend
     below. Replaces cell [22] of ``part1/yq_lsa.ipynb``.
 
     Args:
-        sampled: |w*|^2 -> ``(losses, exact_risk)``: per-step minibatch losses of the sampled run,
+        sampled: ‖w*‖² -> ``(losses, exact_risk)``: per-step minibatch losses of the sampled run,
             shape (steps,), and the exact risk of its final weights (a float).
-        exact: |w*|^2 -> exact risk at each step of Adam on the exact risk, shape (exact_steps,).
+        exact: ‖w*‖² -> exact risk at each step of Adam on the exact risk, shape (exact_steps,).
         gd_risk: exact risk of one GD step from w* with the optimal step, d(d+1)/(C+d+1).
         scale: ``"ci"`` or ``"paper"``; ``None`` reads ``iclgd.scale()``.
-        colors: |w*|^2 -> colour; default :data:`PALETTE` in increasing order of |w*|^2 over the
+        colors: ‖w*‖² -> colour; default :data:`PALETTE` in increasing order of ‖w*‖² over the
             keys of both dicts (pass the same ``colors`` to :func:`fig5b_yq_vs_gd`).
         ylim: the shared y-limits (log axis); None: the range of the curves.
         window: moving-average window of the sampled curves.
@@ -982,17 +982,17 @@ def fig5b_yq_vs_gd(
 ) -> Figure:
     """Fig. 5(b) of Xie et al. (yq_lsa, App. C.2): trained y_q-LSA vs one GD step, prompt by prompt.
 
-    Histograms over test prompts, one colour per |w*|^2: (a) top left: relative prediction
-    difference |f_yq - f_GD| / rms f_GD; (b) top right: relative difference of the input gradients
-    ||grad f_GD - grad f_yq|| / mean ||grad f_GD||; (c) bottom, full width: 1 - cosine similarity of
+    Histograms over test prompts, one colour per ‖w*‖²: (a) top left: relative prediction
+    difference ``|f_yq - f_GD| / rms f_GD``; (b) top right: relative difference of the input
+    gradients ``||grad f_GD - grad f_yq|| / mean ||grad f_GD||``; (c) bottom, full width: 1 - cosine similarity of
     the input gradients (log x), outlined, with GD against the task's true weights filled. One
     legend below. Replaces cell [28] of ``part1/yq_lsa.ipynb``.
 
     Args:
-        metrics: |w*|^2 -> dict with ``"pred_diff"`` (n,), ``"pred_scale"`` (float),
+        metrics: ‖w*‖² -> dict with ``"pred_diff"`` (n,), ``"pred_scale"`` (float),
             ``"grad_diff"`` (n,), ``"grad_scale"`` (float), ``"cos"`` (n,) and ``"cos_ref"``
             (n,), as computed in the notebook (cell [27]).
-        colors: |w*|^2 -> colour; default :data:`PALETTE` in increasing order of |w*|^2.
+        colors: ‖w*‖² -> colour; default :data:`PALETTE` in increasing order of ‖w*‖².
         bins: number of bins of panels (a) and (b).
         log_bins: bin edges of panel (c); default ``np.logspace(-6, 0, 61)``.
     """

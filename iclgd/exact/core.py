@@ -92,7 +92,8 @@ def risk64(risk_fn: Callable, params, *args, **kwargs) -> float:
     Args:
         risk_fn: ``risk_fn(params, *args, **kwargs) -> ()`` (e.g. :func:`~iclgd.exact.lsa_risk`).
         params: the model parameters (any pytree of arrays).
-        *args, **kwargs: further arguments of ``risk_fn``.
+        *args: further positional arguments of ``risk_fn``.
+        **kwargs: keyword arguments of ``risk_fn``.
 
     Returns:
         The risk as a float.
