@@ -984,9 +984,9 @@ def fig5b_yq_vs_gd(
 
     Histograms over test prompts, one colour per ‖w*‖²: (a) top left: relative prediction
     difference ``|f_yq - f_GD| / rms f_GD``; (b) top right: relative difference of the input
-    gradients ``||grad f_GD - grad f_yq|| / mean ||grad f_GD||``; (c) bottom, full width: 1 - cosine similarity of
-    the input gradients (log x), outlined, with GD against the task's true weights filled. One
-    legend below. Replaces cell [28] of ``part1/yq_lsa.ipynb``.
+    gradients ``||grad f_GD - grad f_yq|| / mean ||grad f_GD||``; (c) bottom, full width:
+    1 - cosine similarity of the input gradients (log x), outlined, with GD against the task's
+    true weights filled. One legend below. Replaces cell [28] of ``part1/yq_lsa.ipynb``.
 
     Args:
         metrics: ‖w*‖² -> dict with ``"pred_diff"`` (n,), ``"pred_scale"`` (float),
