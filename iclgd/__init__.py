@@ -4,6 +4,7 @@ The helper library of the iclgd book. Every chapter does ``import iclgd``; the m
 re-exported here, the rest live in the submodules, one concern each:
 
 * :mod:`iclgd.config` -- the scale knob ``ICLGD_SCALE`` (:func:`pick`).
+* :mod:`iclgd.checks` -- the argument checks every public function runs.
 * :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings (Parts I, III).
 * :mod:`iclgd.representation` -- Part II's tasks and its ridge predictors.
 * :mod:`iclgd.models` -- one interface, ``model.init(key)`` / ``model.predict(params, batch)``, for
@@ -74,8 +75,8 @@ _LAZY = ("exact", "symbolic", "plot", "lsa_sweep", "representation", "training",
 
 
 def __getattr__(name: str):
-    """``iclgd.exact``, ``iclgd.symbolic``, ``iclgd.plot``, ... without an explicit import (PEP 562);
-    sympy and matplotlib are imported only when a chapter first uses them."""
+    """``iclgd.exact``, ``iclgd.symbolic``, ``iclgd.plot``, ... without an explicit import
+    (PEP 562); sympy and matplotlib are imported only when a chapter first uses them."""
     if name in _LAZY:
         import importlib
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from . import _validate as v
+from . import checks as v
 from .tasks import Prior, TaskBatch
 
 __all__ = ["gd_one_step", "bayes_posterior_mean", "ridge_weights", "ridge"]

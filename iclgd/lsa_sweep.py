@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _validate as v
+from . import checks as v
 from . import exact
 from .models.lsa import init_lsa, lsa_reduced
 from .tasks import make_prior, sample_tasks

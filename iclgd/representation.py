@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _validate as v
+from . import checks as v
 from .baselines import ridge_weights
 
 __all__ = [

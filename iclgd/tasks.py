@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _validate as v
+from . import checks as v
 
 __all__ = [
     "Prior",

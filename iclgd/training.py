@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _validate as v
+from . import checks as v
 from .metrics import mse
 from .models import Model
 from .tasks import Prior, TaskBatch, sample_tasks

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as v
+from .. import checks as v
 from ..tasks import Prior, standard_normal
 from .core import check_prior, enable_x64
 

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as v
+from .. import checks as v
 from ..tasks import Prior
 from .core import check_prior, enable_x64, psd_factor_rows, to_float64, vech_index
 

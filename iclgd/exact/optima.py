@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as v
+from .. import checks as v
 from .core import enable_x64, pinv_psd, risk64, to_float64, vech_index
 from .moments import Exact, check_exact
 from .risks import (

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as v
+from .. import checks as v
 from .core import vech_index
 from .moments import Exact, check_exact
 

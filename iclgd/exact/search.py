@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as v
+from .. import checks as v
 from ..tasks import standard_normal
 from .core import enable_x64, risk64, to_float64, vech_index
 from .moments import Exact, check_exact

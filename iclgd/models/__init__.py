@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as v
+from .. import checks as v
 from ..representation import RepresentationBatch, RepresentationSpec, check_spec
 from ..tasks import TaskBatch, embed, embed_zero_query, linear_guess
 from . import linear_transformer as _lt

@@ -21,7 +21,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as v
+from .. import checks as v
 from ..tasks import TaskBatch, embed
 
 __all__ = [

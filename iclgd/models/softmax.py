@@ -34,7 +34,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as v
+from .. import checks as v
 from ..metrics import mse
 from ..representation import RepresentationBatch, RepresentationSpec, check_spec
 

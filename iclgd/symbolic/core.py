@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .._validate import positive_int
+from ..checks import positive_int
 
 __all__ = [
     "ExprLike",

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from .._validate import positive_int
+from ..checks import positive_int
 from .core import ExprLike, as_expr, as_vector, gaussian_vector
 from .models import embedding, lsa_prediction_expr
 

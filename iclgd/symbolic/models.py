@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy as sp
 
-from .._validate import positive_int
+from ..checks import positive_int
 from .core import ExprLike, as_expr, as_matrix, as_vector, gaussian_vector
 from .gaussian import GaussianBlock, gaussian_block, symbolic_risk
 

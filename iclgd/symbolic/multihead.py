@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from .._validate import positive_int
+from ..checks import positive_int
 from .core import as_expr, as_matrix, as_vector, gaussian_vector
 from .gaussian import expect_independent
 

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from .._validate import positive_int
+from ..checks import positive_int
 from .calculus import gradient
 from .core import (
     ExprLike,
