@@ -90,15 +90,18 @@ class BestTrained(NamedTuple):
 # ----------------------------------------------------------------------------------------------
 
 
-def lbfgs_minimize(loss: Callable, starts, steps: int):
+def lbfgs_minimize(loss: Callable, starts, steps: int, patience: int = 10, rtol: float = 1e-14):
     """optax L-BFGS (zoom line search) on ``loss`` from every start; call inside ``jax.jit``.
 
-    A step that produces a non-finite value or parameter is rejected (the iterate stays). The starts
-    (a pytree with a leading start axis) run sequentially with ``lax.map``: on CPU that compiles
-    faster than ``vmap`` and runs as fast.
+    A step that produces a non-finite value or parameter is rejected (the iterate stays). A start
+    stops early once its loss has not decreased by more than ``rtol * |loss|`` for ``patience``
+    iterations in a row (converged to the working precision), else after ``steps`` iterations. The
+    starts (a pytree with a leading start axis) run sequentially with ``lax.map``: on CPU that
+    compiles faster than ``vmap`` and runs as fast.
 
     Returns:
-        ``(final params, final losses (S,), loss curves (S, steps))``.
+        ``(final params, final losses (S,), loss curves (S, steps))``; a curve that stopped early
+        repeats its last value.
     """
     import optax
 
@@ -106,8 +109,14 @@ def lbfgs_minimize(loss: Callable, starts, steps: int):
     vg = optax.value_and_grad_from_state(loss)
 
     def run(p0):
-        def step(carry, _):
-            p, st = carry
+        dt = jax.eval_shape(loss, p0).dtype
+
+        def cond(carry):
+            i, _, _, _, stall, _ = carry
+            return (i < steps) & (stall < patience)
+
+        def body(carry):
+            i, p, st, curve, stall, prev = carry
             val, gr = vg(p, state=st)
             upd, st2 = opt.update(gr, st, p, value=val, grad=gr, value_fn=loss)
             p2 = optax.apply_updates(p, upd)
@@ -117,10 +126,15 @@ def lbfgs_minimize(loss: Callable, starts, steps: int):
             def keep(a, b):
                 return jax.tree_util.tree_map(lambda x, y: jnp.where(ok, x, y), a, b)
 
-            return (keep(p2, p), keep(st2, st)), val
+            improved = prev - val > rtol * jnp.abs(val)
+            stall = jnp.where(improved, 0, stall + 1)
+            curve = curve.at[i].set(val)
+            return i + 1, keep(p2, p), keep(st2, st), curve, stall, jnp.minimum(prev, val)
 
-        (p, _), vals = jax.lax.scan(step, (p0, opt.init(p0)), None, length=steps)
-        return p, loss(p), vals
+        init = (0, p0, opt.init(p0), jnp.zeros(steps, dt), 0, jnp.asarray(jnp.inf, dt))
+        n, p, _, curve, _, _ = jax.lax.while_loop(cond, body, init)
+        curve = jnp.where(jnp.arange(steps) < n, curve, curve[jnp.maximum(n - 1, 0)])
+        return p, loss(p), curve
 
     return jax.lax.map(run, starts)
 
@@ -379,8 +393,13 @@ def best_lsa(
 
     def result(red, risks, losses, how):
         params = reduced_to_lsa_params(red["b"], red["A"])
-        risk = risk64(lsa_risk, params, ex, g, c)
-        gnorm = _reduced_grad_norm(ex, red["b"], red["A"], g, c, False)
+        # evaluate with the heads padded by zero heads to D: a zero head changes neither the risk
+        # nor (since M = sum_h b_h (x) A_h) the gradient of the others, and every H < D then
+        # shares one compilation of the float64 risk and gradient
+        pad = max(D - red["b"].shape[0], 0)
+        grow = lambda x: np.concatenate([np.asarray(x), np.zeros((pad,) + np.shape(x)[1:])])
+        risk = risk64(lsa_risk, {k: grow(x) for k, x in params.items()}, ex, g, c)
+        gnorm = _reduced_grad_norm(ex, grow(red["b"]), grow(red["A"]), g, c, False)
         return BestTrained(risk, red, params, gnorm, np.asarray(risks), np.asarray(losses), how)
 
     def weights_search(k):
