@@ -1,0 +1,50 @@
+"""Every figure of the iclgd book: one function per figure, each returning a matplotlib Figure.
+
+The notebooks compute; this module draws. Each function takes plain data (NumPy arrays, floats,
+dicts keyed by the swept value) and returns a :class:`matplotlib.figure.Figure` created through
+pyplot, so that in a notebook it is shown at the end of the cell like any pyplot figure (assign
+it, ``fig = iclgd.plot.fig2_heads(...)``, rather than leaving it as the cell's last expression,
+which would show it twice). Nothing is shown or closed here.
+
+Readability at the book's page width (an HTML column of about 800-850 px):
+
+* every figure is at most :data:`MAX_WIDTH` = 8 inches wide at :data:`DPI` = 100, so it is shown
+  at about 100 %;
+* tick labels are 10 pt, axis labels and titles 11 pt, legends 9.5 pt;
+* crowded legends sit outside the axes (below or to the right), never on the data;
+* three panels are laid out on a grid (one panel spanning a row), not in one long row.
+
+The style is applied inside each function (:func:`style`), never globally on import.
+
+Index (notebook -> function):
+
+* ``shared_setting``: Fig. 1 -> :func:`fig1_prior_mean`.
+* ``part1/multihead_theory``: optimum against H -> :func:`heads_optimum`; the gap to one GD step
+  against C and ‖w*‖² -> :func:`gd_gap`.
+* ``part1/multihead_experiments``: Fig. 2 -> :func:`fig2_heads`, Fig. 3 -> :func:`fig3_prior_mean`,
+  Fig. 4 -> :func:`fig4_initial_guess`.
+* ``part1/yq_lsa``: Fig. 5 -> :func:`fig5_yq_training`, Fig. 5(b) -> :func:`fig5b_yq_vs_gd`.
+"""
+
+from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
+from .multihead import fig2_heads, fig3_prior_mean, fig4_initial_guess, gd_gap, heads_optimum
+from .setting import fig1_prior_mean
+from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
+
+__all__ = [
+    "DPI",
+    "MAX_WIDTH",
+    "PALETTE",
+    "STYLE",
+    "fig1_prior_mean",
+    "fig2_heads",
+    "fig3_prior_mean",
+    "fig4_initial_guess",
+    "fig5_yq_training",
+    "fig5b_yq_vs_gd",
+    "gd_gap",
+    "heads_optimum",
+    "log_ticks",
+    "smooth",
+    "style",
+]

@@ -1,0 +1,277 @@
+"""Shared style, helpers and layout primitives of :mod:`iclgd.plot`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from .. import config
+
+DPI = 100
+"""Dots per inch of every figure: the notebook's inline PNG is shown at this resolution."""
+
+MAX_WIDTH = 8.0
+"""Width of the widest figure, in inches (8 in at 100 dpi = 800 px: the book's content column)."""
+
+TICK_SIZE = 10.0
+"""Font size of tick labels, in points."""
+
+STYLE: dict = {
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "font.size": 11.0,
+    "axes.titlesize": 11.0,
+    "axes.labelsize": 11.0,
+    "xtick.labelsize": TICK_SIZE,
+    "ytick.labelsize": TICK_SIZE,
+    "legend.fontsize": 9.5,
+    "legend.framealpha": 0.9,
+    "lines.linewidth": 1.5,
+    "lines.markersize": 7.0,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "grid.linewidth": 0.6,
+    "figure.constrained_layout.use": True,
+    "mathtext.fontset": "dejavusans",
+    "text.usetex": False,
+}
+"""The rcParams every figure is drawn with (see :func:`style`)."""
+
+GD_COLOR = "red"
+GD_STYLE = {"color": GD_COLOR, "ls": "--", "lw": 1.4}
+PALETTE = (
+    "tab:blue",
+    "tab:green",
+    "tab:orange",
+    "tab:purple",
+    "tab:brown",
+    "tab:cyan",
+    "tab:olive",
+)
+"""Colours of the priors in Fig. 5 and 5(b), in increasing order of ‖w*‖²."""
+
+
+@contextlib.contextmanager
+def style() -> Iterator[dict]:
+    """Context manager applying :data:`STYLE` (a ``matplotlib.rc_context``); yields the dict.
+
+    Every function of this module draws inside it; nothing is changed outside the ``with`` block::
+
+        with iclgd.plot.style():
+            fig, ax = plt.subplots()
+    """
+    with mpl.rc_context(STYLE):
+        yield STYLE
+
+
+def smooth(x, w: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Moving average of a 1-D series over windows of ``w`` consecutive values.
+
+    Args:
+        x: array of shape (n,), e.g. per-step training losses.
+        w: window length (>= 1). A window longer than the series is shortened to ``n``.
+
+    Returns:
+        ``(values, steps)``, both of shape (n - w + 1,): ``values[k] = mean(x[k : k + w])`` and
+        ``steps[k] = k + w``, the number of steps taken when the window's last value was recorded
+        (so ``plot(steps, values)`` ends at ``n``).
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
+    if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
+        raise ValueError(f"w must be an integer >= 1, got {w!r}")
+    w = int(min(w, x.size))
+    return np.convolve(x, np.ones(w) / w, mode="valid"), np.arange(w, x.size + 1)
+
+
+MANTISSAS = ((1, 1.5, 2, 3, 4, 5, 6, 8), (1, 2, 3, 5), (1, 2, 5), (1, 3), (1,))
+
+
+def nice_log_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[float]:
+    """Ticks m * 10^k inside [lo, hi], with the densest mantissa set giving <= max_ticks ticks."""
+    if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
+        return []
+    k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    ticks: list[float] = []
+    for ms in MANTISSAS:
+        ticks = [
+            float(f"{m * 10.0**k:.6g}")
+            for k in range(k0, k1 + 1)
+            for m in ms
+            if lo * (1 - 1e-9) <= m * 10.0**k <= hi * (1 + 1e-9)
+        ]
+        if len(ticks) <= max_ticks:
+            break
+    return ticks
+
+
+def log_ticks(ax, ticks: Sequence[float] | None = None, *, axis: str = "y") -> list[float]:
+    """Label a log axis with plain numbers (5, 10, 20, ...) instead of powers of ten.
+
+    Args:
+        ax: a matplotlib Axes whose ``axis`` is (or will be) log-scaled.
+        ticks: tick positions; ``None`` chooses them in the current axis limits among
+            m * 10^k, m in (1, 1.5, 2, 3, 4, 5, 6, 8), thinned to at most 9 ticks.
+        axis: ``"y"`` or ``"x"``.
+
+    Returns:
+        The tick positions set. Minor tick labels are removed (the minor ticks stay).
+    """
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    if ticks is None:
+        lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+        ticks = nice_log_ticks(lo, hi)
+    ticks = [float(t) for t in ticks]
+    lim = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    a.set_ticks(ticks)
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_formatter(NullFormatter())
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(lim)  # set_ticks may widen the limits
+    return ticks
+
+
+# ----------------------------------------------------------------------------------------------
+# internal helpers
+
+
+def scale_text(scale: str | None) -> str:
+    return config.scale() if scale is None else str(scale)
+
+
+def new_figure(width: float, height: float) -> Figure:
+    if width > 8.5:
+        raise ValueError(f"figure width {width} in exceeds the page width (8.5 in)")
+    return plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def finish(fig: Figure) -> Figure:
+    """Fix tick label sizes on every axes (ticks are created lazily, after the rc context)."""
+    for ax in fig.axes:
+        ax.tick_params(axis="both", which="both", labelsize=TICK_SIZE)
+    return fig
+
+
+def as_array(name: str, x, ndim: int = 1) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
+    return a
+
+
+def same_len(**arrays) -> int:
+    sizes = {k: np.shape(v)[0] for k, v in arrays.items() if v is not None}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"arrays must have the same length, got {sizes}")
+    return next(iter(sizes.values()))
+
+
+def yerr(sd, n: int) -> np.ndarray | None:
+    """Error-bar half-widths 2 sd, or None when there is no spread (one seed)."""
+    if sd is None:
+        return None
+    sd = as_array("sd", sd)
+    if sd.shape != (n,):
+        raise ValueError(f"standard deviations must have shape ({n},), got {sd.shape}")
+    return 2 * sd if np.any(sd > 0) else None
+
+
+def colors_for(keys, colors: Mapping | None) -> dict:
+    keys = sorted(keys)
+    if colors is not None:
+        missing = [k for k in keys if k not in colors]
+        if missing:
+            raise ValueError(f"colors has no entry for {missing}")
+        return {k: colors[k] for k in keys}
+    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(keys)}
+
+
+def w2_label(s2: float) -> str:
+    return f"$\\|w_\\star\\|^2 = {s2:g}$"
+
+
+def vec_text(w) -> str:
+    """(2, 2, 2) / (2, ..., 2) / 0 for a vector with equal entries, else its squared norm."""
+    w = np.asarray(w, dtype=float).ravel()
+    if np.all(w == 0):
+        return "$w_\\star = 0$"
+    if np.all(w == w[0]):
+        v = f"{w[0]:g}"
+        inner = ", ".join([v] * w.size) if w.size <= 3 else f"{v}, \\dots, {v}"
+        return f"$w_\\star = ({inner})$"
+    return f"$\\|w_\\star\\|^2 = {float(w @ w):g}$"
+
+
+def dc_text(d: int, C: int) -> str:
+    return f"$d = C = {d}$" if d == C else f"$d = {d}$, $C = {C}$"
+
+
+def legend_right(ax, **kw):
+    return ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), borderaxespad=0.0, **kw)
+
+
+def legend_below(ax, ncol: int = 1, **kw):
+    return ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=ncol, **kw
+    )
+
+
+def gd_line(ax, gd_risk: float, label: str | None = None):
+    return ax.axhline(float(gd_risk), label=label or "_nolegend_", **GD_STYLE)
+
+
+def curve_ylim(curves, extra, ylim):
+    if ylim is not None:
+        return tuple(ylim)
+    vals = np.concatenate([np.ravel(c) for c in curves] + [np.ravel(extra)])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    return 0.93 * vals.min(), 1.07 * vals.max()
+
+
+# ----------------------------------------------------------------------------------------------
+# shared_setting
+
+
+def trained_points(ax, x, mean, sd, exact, *, steps: int, exact_steps: int):
+    """Trained models: sampled (squares, 2 sd bars over seeds) and exact-gradient twins (x)."""
+    ax.errorbar(
+        x,
+        mean,
+        yerr=yerr(sd, len(x)),
+        fmt="s",
+        color="tab:blue",
+        mfc="none",
+        ms=8,
+        capsize=3,
+        label=f"trained, {steps} sampled steps (exact risk)",
+    )
+    ax.plot(
+        x,
+        exact,
+        "x",
+        color="tab:orange",
+        ms=8,
+        mew=2,
+        label=f"trained, {exact_steps} exact-gradient steps",
+    )
+
+
+def trained_order(ax) -> tuple[list, list]:
+    """Legend entries of ``ax`` with the sampled-trained errorbars before the exact-gradient twins.
+
+    (matplotlib lists errorbar containers after all lines.)"""
+    handles, labels = ax.get_legend_handles_labels()
+    pairs = list(zip(handles, labels, strict=True))
+    sampled = [p for p in pairs if "sampled steps" in p[1]]
+    rest = [p for p in pairs if "sampled steps" not in p[1]]
+    at = next((i for i, p in enumerate(rest) if "exact-gradient" in p[1]), len(rest))
+    pairs = rest[:at] + sampled + rest[at:]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
