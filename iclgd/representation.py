@@ -598,7 +598,7 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
     ``+ m tau``; it is needed because eq. 77 gives ``m tau (||a_k||^2 + 1)`` for ``k > N`` -- the
     label noise ``lambda^T eps_k`` of an unseen token is independent of the prompt and irreducible
     (``E (lambda^T eps_k)^2 = m tau``). With it, ``L*`` equals the population loss at ``A_hat = A``
-    (:func:`iclgd.softmax.population_loss_from_A`); each prompt-token term is exactly 0.
+    (:func:`iclgd.models.softmax.population_loss_from_A`); each prompt-token term is exactly 0.
 
     Returns:
         ``()``.

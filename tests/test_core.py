@@ -1,4 +1,4 @@
-"""Unit tests of iclgd.config, iclgd.tasks, iclgd.lsa, iclgd.baselines and iclgd.training."""
+"""Unit tests of iclgd.config, iclgd.tasks, iclgd.models.lsa, iclgd.baselines and iclgd.training."""
 
 import jax
 import jax.numpy as jnp
@@ -186,7 +186,7 @@ def test_gd_exact_risk_and_optimal_eta_against_monte_carlo_grid(noise):
     assert np.all(risk >= float(r_star) - 1e-9)
 
 
-def test_gd_optimal_eta_part_one_closed_form():
+def test_gd_optimal_part_one_closed_form():
     for d, C in [(1, 1), (10, 10), (5, 40)]:
         prior = tasks.make_prior(d, mu=jnp.ones(d))
         eta, r = exact.gd_optimal(exact.prepare(prior, C))
