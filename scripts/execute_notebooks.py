@@ -65,7 +65,7 @@ def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> 
     nb.metadata.setdefault("iclgd", {})["execution"] = {
         "wall_time_s": round(wall, 1),
         "scale": scale,
-        "executed_at": _dt.datetime.now(_dt.timezone.utc)
+        "executed_at": _dt.datetime.now(_dt.UTC)
         .replace(microsecond=0)
         .strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cpu_count": os.cpu_count(),
