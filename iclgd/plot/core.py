@@ -275,3 +275,16 @@ def trained_order(ax) -> tuple[list, list]:
     at = next((i for i, p in enumerate(rest) if "exact-gradient" in p[1]), len(rest))
     pairs = rest[:at] + sampled + rest[at:]
     return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def smoothed_training_axes(ax, curves, gd_risk: float, gd_label: str, title: str, window, ylim):
+    """Finish a panel of smoothed training curves: the GD line, log scale, labels, limits, ticks."""
+    gd_line(ax, gd_risk, gd_label)
+    ax.set(
+        yscale="log",
+        xlabel="training step",
+        ylabel=f"ICL risk ({window}-step mean)",
+        title=title,
+    )
+    ax.set_ylim(curve_ylim(curves, [gd_risk], ylim))
+    log_ticks(ax)

@@ -24,6 +24,7 @@ from .core import (
     same_len,
     scale_text,
     smooth,
+    smoothed_training_axes,
     style,
     trained_order,
     trained_points,
@@ -394,15 +395,10 @@ def fig3_prior_mean(
             y, x = smooth(as_array(f"losses[{w2:g}]", losses[float(w2)]), window)
             ax.plot(x, y, color=col, lw=1.3, label=f"{w2:g}")
             curves.append(y)
-        gd_line(ax, gd_risk, "one GD step")
-        ax.set(
-            yscale="log",
-            xlabel="training step",
-            ylabel=f"ICL risk ({window}-step mean)",
-            title=f"(a) sampled training\n$H = {H}$, $y_q = 0$",
-        )
-        ax.set_ylim(curve_ylim(curves, [gd_risk], ylim))
-        log_ticks(ax)
+        smoothed_training_axes(
+            ax, curves, gd_risk, "one GD step", f"(a) sampled training\n$H = {H}$, $y_q = 0$",
+            window, ylim,
+        )  # fmt: skip
         legend_below(ax, ncol=3, title="$\\|w_\\star\\|^2$")
 
         ax = ax_b
@@ -508,15 +504,10 @@ def fig4_initial_guess(
                 y, x = smooth(as_array("losses", losses[s]), window)
                 ax.plot(x, y, color=col, lw=1.3, label=f"${name} = {s:g}$")
                 curves.append(y)
-        gd_line(ax, gd_risk, "one GD step from 0")
-        ax.set(
-            yscale="log",
-            xlabel="training step",
-            ylabel=f"ICL risk ({window}-step mean)",
-            title=f"(a) sampled training, $H = {H}$, $w_\\star = 0$",
-        )
-        ax.set_ylim(curve_ylim(curves, [gd_risk], ylim))
-        log_ticks(ax)
+        smoothed_training_axes(
+            ax, curves, gd_risk, "one GD step from 0",
+            f"(a) sampled training, $H = {H}$, $w_\\star = 0$", window, ylim,
+        )  # fmt: skip
         legend_right(ax, ncol=2 if len(curves) > 7 else 1)
 
         for ax, opt, mean, sd, ex, xl, tl in (
