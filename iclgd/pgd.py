@@ -1,0 +1,222 @@
+r"""Part III helpers (Ahn, Cheng, Daneshmand, Sra 2023): exact risks of the sparse multi-layer
+linear transformer, the optimum on the sets of Theorems 4-5, and the measures of Figs. 1-4.
+
+**The sparse risk, exactly (eq. 9, App. B.2 eq. 22-23).** With ``P_l = [[0, 0], [0, 1]]`` and
+``Q_l = [[A_l, 0], [0, 0]]`` the covariate rows never change and the label row follows
+``Y_{l+1} = Y_l (I + (1/n) M X^T A_l X)``. Starting from the *true* query label (App. C.1, Lemma 9:
+the residual of eq. 5 is the final query entry) and using ``Xc (I + Xc^T A Xc / n) = (I + S A / n)
+Xc`` (``Xc`` the ``n`` context columns, ``S = Xc Xc^T``), the residual is
+
+    [Z_L]_{d+1,n+1} + w*^T x^(n+1) = w*^T T x^(n+1),
+    T = (I + S A_0/n)(I + S A_1/n) ... (I + S A_{L-1}/n),
+
+so for ``x ~ N(0, Sigma)``, ``w* ~ N(0, Omega)`` the loss is ``f = E tr(Omega T Sigma T^T)``: a
+sum of Wishart trace moments that :mod:`iclgd.exact.wishart` evaluates exactly
+(:func:`sparse_risk_exact`).
+
+**On the set S of Theorem 4** (``A_l = a_l Sigma^{-1}``, ``Omega = Sigma^{-1}``) write
+``x = Sigma^{1/2} x_bar``: ``T`` becomes ``p(S_bar / n)`` with the scalar polynomial
+``p(s) = prod_l (1 + a_l s)`` of a white Wishart matrix, and ``f = E tr p(S_bar/n)^2`` depends on
+``Sigma`` not at all (:func:`scalar_risk_expr`). Writing ``p(s) = 1 + sum_k c_k s^k`` the loss is a
+convex quadratic in ``c`` with exact rational coefficients ``E tr S_bar^j / n^j``; its minimiser
+is exact and the optimal ``a_l = -1/s_l`` come from the roots ``s_l`` of ``p``
+(:func:`optimal_scalars`).
+
+**Measures of Figs. 1-4.** :func:`dist_to_identity` (``Dist(M, I)`` of Sec. 5.3) and
+:func:`paper_sigma` (``Sigma = U^T D^2 U`` with ``U`` Haar-distributed).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sympy as sp
+
+from . import checks as v
+from .exact.wishart import expect_trace_word, wishart_trace_moment
+
+__all__ = [
+    "dist_to_identity",
+    "haar_orthogonal",
+    "paper_sigma",
+    "sparse_risk_exact",
+    "scalar_risk_expr",
+    "OptimalScalars",
+    "optimal_scalars",
+    "quadratic_min",
+]
+
+
+def dist_to_identity(M) -> jax.Array:
+    """``Dist(M, I) = min_alpha ||M - alpha I||_F / ||M||_F`` (Sec. 5.3), batched over leading axes.
+
+    The minimiser is ``alpha = tr(M) / d``, so ``Dist^2 = 1 - tr(M)^2 / (d ||M||_F^2)``.
+
+    Args:
+        M: ``(..., d, d)`` array, no matrix identically zero.
+
+    Returns:
+        ``(...)`` values in ``[0, 1]``.
+    """
+    M = jnp.asarray(M)
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
+        raise ValueError(f"M must have shape (..., d, d), got shape {tuple(M.shape)}")
+    d = M.shape[-1]
+    alpha = jnp.trace(M, axis1=-2, axis2=-1) / d
+    R = M - alpha[..., None, None] * jnp.eye(d, dtype=M.dtype)
+    return jnp.linalg.norm(R, axis=(-2, -1)) / jnp.linalg.norm(M, axis=(-2, -1))
+
+
+def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
+    """A Haar-distributed ``(d, d)`` orthogonal matrix (QR of a Gaussian matrix, signs fixed by
+    the diagonal of ``R``, so that the law is uniform)."""
+    d = v.positive_int("d", d)
+    G = jax.random.normal(key, (d, d))
+    Qm, R = jnp.linalg.qr(G)
+    return Qm * jnp.sign(jnp.diag(R))[None, :]
+
+
+def paper_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
+    """``Sigma = U^T D^2 U`` of Secs. 5.3 and 6.1, ``U`` Haar, ``D = diag(diag)`` (the paper's
+    ``(1, 1, 0.5, 0.25, 1)`` by default)."""
+    D = jnp.asarray(diag, dtype=float)
+    if D.ndim != 1 or D.shape[0] < 1 or not bool(jnp.all(D > 0)):
+        raise ValueError(f"diag must be a non-empty vector of positive numbers, got {diag!r}")
+    U = haar_orthogonal(key, D.shape[0])
+    S = U.T @ (D[:, None] ** 2 * U)
+    return (S + S.T) / 2
+
+
+def _words(As, n) -> list[tuple[Any, list]]:
+    """``T = prod_l (I + S A_l / n)`` as ``(coefficient, tokens)`` words."""
+    out = []
+    for r in range(len(As) + 1):
+        for sub in itertools.combinations(range(len(As)), r):
+            toks: list = []
+            for l in sub:
+                toks += ["S", As[l]]
+            out.append((1 / n**r, toks))
+    return out
+
+
+def sparse_risk_exact(A_list, n, Sigma=None, Omega=None):
+    """Exact loss (eq. 5) of the ``L``-layer eq. 9 transformer, ``f = E tr(Omega T Sigma T^T)``.
+
+    Works for numpy, jax (differentiable, jittable) and sympy matrices; the cost grows like
+    ``(4L - 1)!!``, so it is meant for ``L <= 2`` with general matrices.
+
+    Args:
+        A_list: sequence of ``L`` ``(d, d)`` matrices ``A_l`` (any, not only symmetric).
+        n: number of context examples.
+        Sigma: covariance of ``x`` (default identity).
+        Omega: covariance of ``w*`` (default identity; Theorems 4-5 use ``Sigma^{-1}``).
+    """
+    As = list(A_list)
+    if not As:
+        raise ValueError("A_list must hold at least one (d, d) matrix")
+    d = As[0].shape[0]
+    is_sym = isinstance(As[0], sp.MatrixBase)
+    if is_sym:
+        eye = sp.eye(d)
+    else:
+        eye = jnp.eye(d, dtype=jnp.result_type(*As)) if isinstance(As[0], jax.Array) else np.eye(d)
+    Sig = eye if Sigma is None else Sigma
+    Om = eye if Omega is None else Omega
+    words = _words(As, sp.sympify(n) if is_sym else float(n))
+    total = 0
+    for (c1, w1), (c2, w2) in itertools.product(words, words):
+        w2t = [t if isinstance(t, str) else t.T for t in reversed(w2)]
+        word = [Om] + w1 + [Sig] + w2t
+        total = total + c1 * c2 * expect_trace_word(word, n, Sigma, eye=eye)
+    return total
+
+
+def scalar_risk_expr(L: int, n=None, d=None) -> tuple[sp.Expr, tuple]:
+    """Loss on Theorem 4's set, ``f(a) = E tr prod_l (I + a_l S/n)^2`` for white Wishart ``S``.
+
+    Args:
+        L: number of layers, ``1 <= L <= 3``.
+        n, d: sizes (numbers) or ``None`` for the symbols ``n``, ``d``.
+
+    Returns:
+        ``(f, a)`` with ``a`` the ``L`` symbols ``a_0..a_{L-1}``.
+    """
+    L = v.positive_int("L", L)
+    if L > 3:
+        raise ValueError(f"L must be at most 3 (moments up to E tr S^6), got {L}")
+    n = sp.Symbol("n", positive=True) if n is None else sp.sympify(n)
+    d = sp.Symbol("d", positive=True) if d is None else sp.sympify(d)
+    a = sp.symbols(f"a_0:{L}", real=True)
+    s = sp.Symbol("s")
+    p2 = sp.Poly(sp.expand(sp.prod([1 + ai * s / n for ai in a]) ** 2), s)
+    mom = {0: d, **{k: wishart_trace_moment(k, n, d) for k in range(1, 2 * L + 1)}}
+    f = sum(coef * mom[k] for (k,), coef in p2.terms())
+    return sp.expand(f), a
+
+
+class OptimalScalars(NamedTuple):
+    """The optimum of the loss on Theorem 4's set (:func:`optimal_scalars`).
+
+    Attributes:
+        c: exact coefficients of ``p(s) = 1 + sum_k c_k s^k`` (``s`` an eigenvalue of ``S/n``).
+        risk: exact minimal loss (sympy Rational for numeric ``n, d``).
+        a: the ``L`` optimal scalars ``a_l = -1/s_l`` (floats, increasing).
+        roots: the roots ``s_l`` of ``p`` (floats).
+    """
+
+    c: tuple
+    risk: sp.Expr
+    a: np.ndarray
+    roots: np.ndarray
+
+
+def optimal_scalars(L: int, n: int, d: int) -> OptimalScalars:
+    """Exact minimiser of ``E tr p(S/n)^2`` over polynomials ``p(0) = 1`` of degree ``L``.
+
+    The loss is ``d + 2 g^T c + c^T H c`` with ``g_k = m_k``, ``H_jk = m_{j+k}``,
+    ``m_k = E tr S^k / n^k`` (exact rationals), so ``c = -H^{-1} g``. Real ``a_l`` exist iff
+    ``p`` has real roots; the roots are checked to be real.
+
+    Args:
+        L: number of layers, ``1 <= L <= 3``; n, d: positive integers.
+    """
+    L = v.positive_int("L", L)
+    if L > 3:
+        raise ValueError(f"L must be at most 3 (moments up to E tr S^6), got {L}")
+    n = v.positive_int("n", n)
+    d = v.positive_int("d", d)
+    m = {k: wishart_trace_moment(k, n, d) / sp.Integer(n) ** k for k in range(1, 2 * L + 1)}
+    H = sp.Matrix(L, L, lambda i, j: m[i + j + 2])
+    g = sp.Matrix([m[k + 1] for k in range(L)])
+    c = -H.LUsolve(g)
+    risk = sp.nsimplify(d + (g.T * c)[0, 0])
+    s = sp.Symbol("s")
+    p = 1 + sum(c[k] * s ** (k + 1) for k in range(L))
+    roots = np.array([complex(r) for r in sp.Poly(p, s).nroots(n=30)])
+    if np.abs(roots.imag).max() > 1e-12:
+        raise ValueError(f"the optimal polynomial has complex roots {roots}")
+    roots = np.sort(roots.real)
+    a = np.sort(-1.0 / roots)
+    return OptimalScalars(tuple(c), risk, a, roots)
+
+
+def quadratic_min(f) -> tuple[float, float]:
+    """Minimiser and minimum over ``gamma`` of a convex quadratic ``f(gamma)`` (e.g. an exact risk
+    along a fixed direction), from ``f(-1), f(0), f(1)``.
+
+    Args:
+        f: callable ``gamma -> float``, a quadratic with positive curvature.
+
+    Returns:
+        ``(gamma*, f(gamma*))``.
+    """
+    fm, f0, fp = (float(f(g)) for g in (-1.0, 0.0, 1.0))
+    curv = (fp + fm) / 2 - f0
+    if not curv > 0:
+        raise ValueError(f"f must be a convex quadratic in gamma; curvature {curv:.3g}")
+    g = -(fp - fm) / 2 / (2 * curv)
+    return g, float(f(g))

@@ -1,0 +1,117 @@
+"""Unit tests of Part III's helpers: the Wishart engine, iclgd.pgd and iclgd.symbolic.pgd."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+
+import iclgd
+from iclgd import pgd
+from iclgd.exact import wishart as W
+from iclgd.models import linear_transformer as LT
+from iclgd.symbolic import pgd as SP
+
+
+def test_wishart_low_moments_closed_forms():
+    n, d = sp.symbols("n d", positive=True)
+    assert sp.expand(W.wishart_trace_moment(1) - n * d) == 0
+    assert sp.expand(W.wishart_trace_moment(2) - n * d * (n + d + 1)) == 0
+    m3 = n * d * (n**2 + d**2 + 3 * n * d + 3 * n + 3 * d + 4)
+    assert sp.expand(W.wishart_trace_moment(3) - m3) == 0
+    assert len(W.matching_structures(3)) == 15  # 5!!
+
+
+def test_wishart_numeric_moment_matches_monte_carlo():
+    rng = np.random.default_rng(0)
+    d, n, N = 2, 3, 200_000
+    Sig = np.array([[1.5, 0.3], [0.3, 0.6]])
+    Ms = [rng.normal(size=(d, d)) for _ in range(2)]
+    ex = W.expect_trace(Ms, n, Sig)
+    X = rng.normal(size=(N, n, d)) @ np.linalg.cholesky(Sig).T
+    S = np.einsum("bni,bnj->bij", X, X)
+    v = np.einsum("bij,jk,bkl,li->b", S, Ms[0], S, Ms[1])
+    assert abs(v.mean() - ex) < 5 * v.std() / np.sqrt(N)
+
+
+def test_wishart_word_and_bad_input():
+    eye = np.eye(2)
+    a = W.expect_trace_word(["S", "S"], 3, eye=eye)
+    assert np.isclose(a, 2 * 3 * (3 + 2 + 1))
+    assert np.isclose(W.expect_trace_word([2 * eye], 3), 4.0)  # no S: a plain trace
+    with pytest.raises(ValueError, match="k must be"):
+        W.wishart_trace_moment(0)
+    with pytest.raises(ValueError, match="eye is required"):
+        W.expect_trace_word(["S", "S"], 3)
+
+
+def test_dist_to_identity():
+    assert float(pgd.dist_to_identity(3 * jnp.eye(4))) < 1e-7
+    M = jnp.diag(jnp.array([1.0, -1.0]))
+    assert np.isclose(float(pgd.dist_to_identity(M)), 1.0)
+    assert pgd.dist_to_identity(jnp.ones((3, 2, 2))).shape == (3,)
+    with pytest.raises(ValueError, match="M must have shape"):
+        pgd.dist_to_identity(jnp.ones(3))
+
+
+def test_paper_sigma_spectrum():
+    S = pgd.paper_sigma(jax.random.key(0))
+    ev = np.sort(np.linalg.eigvalsh(np.asarray(S)))
+    assert np.allclose(ev, np.sort([1, 1, 0.25, 0.0625, 1]), atol=1e-5)
+    with pytest.raises(ValueError, match="diag must be"):
+        pgd.paper_sigma(jax.random.key(0), (1.0, -1.0))
+
+
+def test_optimal_scalars_one_layer_and_risk_formula():
+    o = pgd.optimal_scalars(1, 20, 5)
+    assert o.risk == sp.Rational(30, 26)  # d(d+1)/(n+d+1)
+    assert np.isclose(o.a[0], -20 / 26)
+    f, a = pgd.scalar_risk_expr(2, 20, 5)
+    o2 = pgd.optimal_scalars(2, 20, 5)
+    val = f.subs(dict(zip(a, o2.a, strict=True)))
+    assert abs(float(val) - float(o2.risk)) < 1e-10
+    with pytest.raises(ValueError, match="L must be at most 3"):
+        pgd.optimal_scalars(4, 20, 5)
+
+
+def test_sparse_risk_exact_matches_model_monte_carlo():
+    jax.config.update("jax_enable_x64", True)
+    try:
+        d, n = 2, 3
+        Sig = jnp.array([[1.2, 0.4], [0.4, 0.8]])
+        prior = iclgd.make_prior(d, Sigma=Sig)
+        tasks = iclgd.sample_tasks(jax.random.key(1), prior, n, 200_000)
+        A = [jnp.array([[-0.3, 0.1], [0.2, -0.5]]), jnp.array([[-0.2, 0.0], [0.1, -0.4]])]
+        e = LT.sparse_predict({"A": jnp.stack(A)}, iclgd.embed_zero_query(tasks)) - tasks.y_target
+        e = np.asarray(e) ** 2
+        ex = float(pgd.sparse_risk_exact(A, n, Sig))
+        assert abs(e.mean() - ex) < 5 * e.std() / np.sqrt(e.size)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_symbolic_single_layer_and_lemma2():
+    s = SP.single_layer_expr(1, 2)
+    assert sp.expand(s.out - s.eq15) == 0
+    lm = SP.lemma2_expr(1, 2, 2)
+    assert all(sp.expand(a - b) == 0 for a, b in zip(lm.transformer, lm.gd, strict=True))
+
+
+def test_symbolic_single_layer_risk_isotropic_optimum():
+    r = SP.single_layer_risk_expr(1, lam=[1])
+    sub = {r.b[0]: 0, r.b[1]: 1, r.A[1, 0]: 0}
+    fA = r.f.subs(sub)
+    a = r.A[0, 0]
+    sol = sp.solve(sp.diff(fA, a), a)
+    assert sp.simplify(sol[0] + r.n / (r.n + 2)) == 0  # -n/(n+d+1), d = 1
+    fj, X, n = SP.component_risk_expr(1, 0, lam=[1])
+    assert fj.has(X[1, 0]) and fj.has(n)
+    with pytest.raises(ValueError, match="j must be"):
+        SP.component_risk_expr(1, 1)
+
+
+def test_quadratic_min():
+    g, m = pgd.quadratic_min(lambda x: 3 * (x - 0.4) ** 2 + 1.5)
+    assert np.isclose(g, 0.4) and np.isclose(m, 1.5)
+    with pytest.raises(ValueError, match="convex quadratic"):
+        pgd.quadratic_min(lambda x: -(x**2))
