@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import checks as v
-from .tasks import Prior, TaskBatch
+from .tasks import Prior, TaskBatch, check_batch, check_prior
 
 __all__ = ["gd_one_step", "bayes_posterior_mean", "ridge_weights", "ridge"]
 
 
-def _check_xyq(X, y, x_q):
-    v.shape("X", X, (None, None, None), "(B, C, d)")
-    B, C, d = X.shape
-    v.shape("y", y, (B, C), f"({B}, {C})")
-    v.shape("x_q", x_q, (B, d), f"({B}, {d})")
-    return B, C, d
+def _check_xyq(X, y, x_q) -> tuple:
+    """``X (B, C, d)``, ``y (B, C)``, ``x_q (B, d)``: real, finite, every size >= 1; returns them
+    as arrays and the bound sizes."""
+    dims = v.Dims()
+    X = jnp.asarray(v.array("X", X, "B C d", dims))
+    y = jnp.asarray(v.array("y", y, "B C", dims))
+    x_q = jnp.asarray(v.array("x_q", x_q, "B d", dims))
+    return X, y, x_q, dims
 
 
 def gd_one_step(X: jax.Array, y: jax.Array, x_q: jax.Array, w0, eta: float) -> jax.Array:
@@ -44,10 +47,12 @@ def gd_one_step(X: jax.Array, y: jax.Array, x_q: jax.Array, w0, eta: float) -> j
     Returns:
         ``(B,)`` predictions.
     """
-    B, C, d = _check_xyq(X, y, x_q)
-    w0 = jnp.asarray(w0, dtype=float)
+    X, y, x_q, dims = _check_xyq(X, y, x_q)
+    B, C, d = dims["B"], dims["C"], dims["d"]
+    w0 = jnp.asarray(v.array("w0", w0), dtype=float)
     if w0.shape not in ((d,), (B, d)):
         raise ValueError(f"w0 must have shape ({d},) or ({B}, {d}), got shape {tuple(w0.shape)}")
+    eta = v.scalar("eta", eta)
     w0 = jnp.broadcast_to(w0, (B, d))
     resid = jnp.einsum("bcd,bd->bc", X, w0) - y
     w1 = w0 - (eta / C) * jnp.einsum("bcd,bc->bd", X, resid)
@@ -63,8 +68,9 @@ def bayes_posterior_mean(tasks: TaskBatch, prior: Prior) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
+    B, C, d = check_batch(tasks)
     X, y, x_q = tasks.X, tasks.y, tasks.x_q
-    B, C, d = _check_xyq(X, y, x_q)
+    check_prior(prior)
     if prior.d != d:
         raise ValueError(f"prior must have dimension d = {d} to match tasks.X, got d = {prior.d}")
     K = jnp.einsum("bcd,de,bke->bck", X, prior.Omega, X) + prior.noise_std**2 * jnp.eye(C)
@@ -95,23 +101,40 @@ def ridge_weights(X: jax.Array, y: jax.Array, reg) -> jax.Array:
         ValueError: for shape mismatches, a negative or non-finite ``reg``, non-finite data, or (on
             concrete inputs) a singular system with ``reg = 0``.
     """
-    if getattr(X, "ndim", None) not in (2, 3):
-        raise ValueError(f"X must have shape (B, C, d) or (C, d), got shape {tuple(jnp.shape(X))}")
+    X = v.array("X", X, finite=False)
+    if X.ndim not in (2, 3):
+        raise ValueError(f"X must have shape (B, C, d) or (C, d), got shape {tuple(X.shape)}")
+    dims = v.Dims()
+    v.array("X", X, "B C d" if X.ndim == 3 else "C d", dims)
+    v.array("y", y, "B C", dims, what=f"to match X of shape {tuple(X.shape)}")
+    reg = v.scalar("reg", reg, nonneg=True)
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    if not (v.is_tracer(X) or v.is_tracer(reg)):
+        _check_ridge_system(X, float(reg))
+    return _ridge(X, y, jnp.asarray(reg, dtype=float))
+
+
+def _check_ridge_system(X: jax.Array, reg: float) -> None:
+    """The ridge system ``X X^T + C reg I`` (dual) or ``X^T X + C reg I`` (primal) of every prompt
+    must be positive definite in the dtype it is solved in (relative eigenvalue floor, as
+    :func:`iclgd.checks.spd_matrix`), else the solve returns garbage or NaN."""
     C, d = X.shape[-2:]
-    v.shape("y", y, (None, C), f"(B, {C}) to match X of shape {tuple(X.shape)}")
-    if X.ndim == 3:
-        v.shape("X", X, (y.shape[0], C, d), f"({y.shape[0]}, {C}, {d}) to match y")
-    v.finite_array("X", X)
-    v.finite_array("y", y)
-    if not v.is_tracer(reg):
-        reg = v.nonneg_float("reg", reg)
-    w = _ridge(jnp.asarray(X), jnp.asarray(y), jnp.asarray(reg, dtype=float))
-    if not v.is_tracer(w) and not bool(jnp.all(jnp.isfinite(w))):
+    n = min(C, d)
+    eps = float(np.finfo(np.result_type(X.dtype, jnp.asarray(reg).dtype)).eps)
+    Xn = np.asarray(X, np.float64)
+    K = Xn @ np.swapaxes(Xn, -1, -2) if C <= d else np.swapaxes(Xn, -1, -2) @ Xn
+    trace = np.trace(K, axis1=-2, axis2=-1).max()
+    if C * reg > n * eps * (trace + C * reg):  # then lam_min >= C reg > n eps lam_max
+        return
+    lam = np.linalg.eigvalsh(K) + C * reg  # (..., n)
+    bad = lam[..., 0] <= n * eps * np.maximum(lam[..., -1], 0.0)
+    if np.any(bad):
+        where = f" (prompt {int(np.argmax(bad))})" if K.ndim == 3 else ""
         raise ValueError(
-            "ridge regression is singular: with reg = 0, X must have full rank "
-            f"(row rank C = {C} if C <= d, column rank d = {d} otherwise)"
+            f"ridge regression is singular in {X.dtype}{where}: with reg = {reg:g}, X must have "
+            f"full rank (row rank C = {C} if C <= d, column rank d = {d} otherwise), or use "
+            "reg > 0"
         )
-    return w
 
 
 @jax.jit
@@ -138,5 +161,5 @@ def ridge(X: jax.Array, y: jax.Array, x_q: jax.Array, reg) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
-    B, _, d = _check_xyq(X, y, x_q)
+    X, y, x_q, _ = _check_xyq(X, y, x_q)
     return jnp.einsum("bd,bd->b", ridge_weights(X, y, reg), x_q)

@@ -66,6 +66,23 @@ def along_ones(d: int, s2: float) -> np.ndarray:
     return np.sqrt(s2 / d) * np.ones(d)
 
 
+def _config_list(configs) -> list:
+    if isinstance(configs, (SweepConfig, str, dict)) or not hasattr(configs, "__iter__"):
+        raise v.ArgumentTypeError(
+            f"configs must be a list of SweepConfig (or tuples (H, w2, g2, c2)), "
+            f"got {type(configs).__name__}"
+        )
+    return list(configs)
+
+
+def _config(i: int, c) -> SweepConfig:
+    if not isinstance(c, (tuple, list)) or not 1 <= len(c) <= 4:
+        raise v.ArgumentTypeError(
+            f"configs[{i}] must be a SweepConfig or a tuple (H, w2, g2, c2), got {c!r:.60}"
+        )
+    return SweepConfig(*c)
+
+
 class LSASweep:
     """Many multi-head LSA configurations trained on one stream of prompts (see the module doc).
 
@@ -87,7 +104,7 @@ class LSASweep:
         self.d = v.positive_int("d", d)
         self.C = v.positive_int("C", C)
         self.batch = v.positive_int("batch", batch)
-        configs = [SweepConfig(*c) for c in configs]
+        configs = [_config(i, c) for i, c in enumerate(_config_list(configs))]
         if not configs:
             raise ValueError("configs must hold at least one SweepConfig")
         if len(set(configs)) != len(configs):
@@ -130,6 +147,14 @@ class LSASweep:
 
     def params(self, P: dict, j: int) -> dict:
         """The LSA parameters of configuration ``j`` with its own ``H`` heads."""
+        keys = ("WK", "WQ", "WV", "WP")
+        v.param_dict("P", P, keys, f"a dict with keys {keys} (see LSASweep.init)")
+        dims = v.Dims(K=self.K, HMAX=self.HMAX, D=self.D)
+        for k in keys:
+            v.array(f"P[{k!r}]", P[k], "K HMAX D D", dims)
+        j = v.positive_int("j", j, 0)
+        if j >= self.K:
+            raise ValueError(f"j must be a configuration index < K = {self.K}, got {j}")
         H = self.configs[j].H
         return {k: x[j, :H] for k, x in P.items()}
 

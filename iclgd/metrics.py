@@ -15,6 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import checks as v
+from .tasks import check_batch
+
 __all__ = ["mse", "cosine", "input_gradient", "compare_predictors"]
 
 
@@ -29,9 +32,10 @@ def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
         ``()``.
 
     Raises:
-        ValueError: if the shapes differ or the batch is empty.
+        ValueError: if the shapes differ, the batch is empty or (concrete) a value is NaN or Inf.
     """
-    ps, ts = tuple(getattr(pred, "shape", ())), tuple(getattr(target, "shape", ()))
+    pred, target = v.array("pred", pred), v.array("target", target)
+    ps, ts = tuple(pred.shape), tuple(target.shape)
     if ps != ts:
         raise ValueError(f"pred and target must have the same shape, got {ps} and {ts}")
     if 0 in ps:
@@ -42,17 +46,29 @@ def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
 def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
     """Cosine similarity ``<a, b> / (|a| |b|)`` along the last axis.
 
+    The cosine with a zero vector is ``0 / 0``; it is returned as ``0`` (no direction is closer
+    than another), never NaN.
+
     Args:
-        a, b: ``(..., n)`` arrays of the same shape.
+        a, b: ``(..., n)`` arrays of the same shape, ``n >= 1``.
 
     Returns:
         ``(...)``.
     """
+    a = v.array("a", a, "... n")
+    b = v.array("b", b, "... n")
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(
             f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
         )
-    return jnp.sum(a * b, -1) / (jnp.linalg.norm(a, axis=-1) * jnp.linalg.norm(b, axis=-1))
+    den = jnp.linalg.norm(a, axis=-1) * jnp.linalg.norm(b, axis=-1)
+    return jnp.where(den > 0, jnp.sum(a * b, -1) / jnp.where(den > 0, den, 1.0), 0.0)
+
+
+def _check_predictor(name: str, f) -> None:
+    if not callable(f):
+        what = "a function predict(tasks) -> (B,)"
+        raise v.ArgumentTypeError(f"{name} must be {what}, got {f!r:.60}")
 
 
 def input_gradient(predict: Callable, tasks) -> jax.Array:
@@ -65,6 +81,8 @@ def input_gradient(predict: Callable, tasks) -> jax.Array:
     Returns:
         ``(B, d)``.
     """
+    _check_predictor("predict", predict)
+    check_batch(tasks)
     # prompts are independent, so the gradient of the sum is every prompt's own gradient
     return jax.grad(lambda x_q: jnp.sum(predict(tasks._replace(x_q=x_q))))(tasks.x_q)
 
@@ -84,6 +102,11 @@ def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
         gradients; ``cos_ref`` ``(B,)`` the cosine of ``grad f_b`` with each prompt's true task
         weights ``tasks.w`` (how well the reference itself recovers the task).
     """
+    _check_predictor("predict_a", predict_a)
+    _check_predictor("predict_b", predict_b)
+    dims = v.Dims()
+    check_batch(tasks, dims=dims)
+    v.array("tasks.w", tasks.w, "B d", dims)
     f_a, f_b = predict_a(tasks), predict_b(tasks)
     g_a, g_b = input_gradient(predict_a, tasks), input_gradient(predict_b, tasks)
     return {

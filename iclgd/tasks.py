@@ -32,6 +32,8 @@ __all__ = [
     "Prior",
     "TaskBatch",
     "make_prior",
+    "check_prior",
+    "check_batch",
     "sample_tasks",
     "sample_tasks_reference",
     "standard_normal",
@@ -109,11 +111,8 @@ def make_prior(
         >>> prior = make_prior(10, mu=jnp.ones(10))   # Part I, ||w_star||^2 = 10
     """
     d = v.positive_int("d", d)
-    mu = (
-        jnp.zeros(d)
-        if mu is None
-        else jnp.asarray(v.finite_array("mu", v.shape("mu", mu, (d,), f"({d},)")), dtype=float)
-    )
+    dims = v.Dims(d=d)
+    mu = jnp.zeros(d) if mu is None else jnp.asarray(v.array("mu", mu, "d", dims), dtype=float)
     Sigma = (
         jnp.eye(d) if Sigma is None else jnp.asarray(v.spd_matrix("Sigma", Sigma, d), dtype=float)
     )
@@ -126,14 +125,41 @@ def make_prior(
         L_Omega = jnp.asarray(_psd_factor(np.asarray(Omega, dtype=np.float64)), dtype=float)
     noise_std = v.nonneg_float("noise_std", noise_std)
     Sigma = (Sigma + Sigma.T) / 2
+    L_Sigma = jnp.linalg.cholesky(Sigma)
+    if not bool(jnp.all(jnp.isfinite(L_Sigma))):  # guarded by spd_matrix; never NaN samples
+        raise ValueError("Sigma must be positive definite in the dtype it is stored in")
     return Prior(
         mu=mu,
         Sigma=Sigma,
         Omega=Omega,
         noise_std=jnp.asarray(noise_std, dtype=float),
-        L_Sigma=jnp.linalg.cholesky(Sigma),
+        L_Sigma=L_Sigma,
         L_Omega=L_Omega,
     )
+
+
+def check_prior(prior, name: str = "prior") -> Prior:
+    """Check that ``prior`` is a :class:`Prior` with consistent shapes and (when concrete) finite
+    entries and ``noise_std >= 0``; return it. Raises ``ArgumentTypeError`` for another type."""
+    v.container(name, prior, Prior, "an iclgd.tasks.Prior (use make_prior)")
+    dims = v.Dims()
+    v.array(f"{name}.mu", prior.mu, "d", dims)
+    for field in ("Sigma", "Omega", "L_Sigma", "L_Omega"):
+        v.array(f"{name}.{field}", getattr(prior, field), "d d", dims)
+    v.scalar(f"{name}.noise_std", prior.noise_std, nonneg=True)
+    return prior
+
+
+def check_batch(tasks, name: str = "tasks", dims: dict | None = None) -> tuple[int, int, int]:
+    """Check that ``tasks`` is a :class:`TaskBatch` whose ``X (B, C, d)``, ``y (B, C)`` and
+    ``x_q (B, d)`` agree, with every size >= 1 and (when concrete) finite entries; return
+    ``(B, C, d)`` (also bound in ``dims``, see :mod:`iclgd.checks`)."""
+    v.container(name, tasks, TaskBatch, "an iclgd.tasks.TaskBatch (use sample_tasks)")
+    dims = v.Dims() if dims is None else dims
+    v.array(f"{name}.X", tasks.X, "B C d", dims)
+    v.array(f"{name}.y", tasks.y, "B C", dims)
+    v.array(f"{name}.x_q", tasks.x_q, "B d", dims)
+    return dims["B"], dims["C"], dims["d"]
 
 
 def _psd_factor(m: np.ndarray) -> np.ndarray:
@@ -200,7 +226,8 @@ def standard_normal(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     Other key implementations (rbg, unsafe_rbg) and non-default settings fall back to
     ``jax.random.normal``.
     """
-    shape = tuple(int(s) for s in shape)
+    v.prng_key("key", key)
+    shape = tuple(v.positive_int("shape", s, 0) for s in shape)
     n = int(np.prod(shape))
     if not _is_threefry_key(key) or not jax.config.jax_threefry_partitionable or n >= 2**32:
         return jax.random.normal(key, shape)
@@ -267,12 +294,10 @@ def sample_tasks(key: jax.Array, prior: Prior, C: int, batch: int) -> TaskBatch:
         A :class:`TaskBatch` with ``X (B, C, d)``, ``y (B, C)``, ``x_q (B, d)``,
         ``y_target (B,)``, ``w (B, d)``.
     """
+    v.prng_key("key", key)
+    check_prior(prior)
     C = v.positive_int("C", C)
     batch = v.positive_int("batch", batch)
-    if not isinstance(prior, Prior):
-        raise ValueError(
-            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
-        )
     flags = (
         _is_concrete_identity(prior.L_Sigma),
         _is_concrete_identity(prior.L_Omega),
@@ -307,6 +332,8 @@ def sample_tasks_reference(key: jax.Array, prior: Prior, C: int, batch: int) -> 
     Bit-identical to :func:`sample_tasks` for threefry keys but ~5x slower on CPU; kept as the
     reference that the tests compare :func:`sample_tasks` with, and that ``benchmarks/`` times.
     """
+    v.prng_key("key", key)
+    check_prior(prior)
     C = v.positive_int("C", C)
     batch = v.positive_int("batch", batch)
     d = prior.d
@@ -331,12 +358,11 @@ def linear_guess(x_q: jax.Array, guess=None, bias=0.0) -> jax.Array:
     Returns:
         ``(B,)`` initial guesses.
     """
-    v.shape("x_q", x_q, (None, None), "(B, d)")
-    d = x_q.shape[-1]
+    dims = v.Dims()
+    x_q = v.array("x_q", x_q, "B d", dims)
     out = jnp.zeros(x_q.shape[:-1]) + v.finite_float("bias", bias)
     if guess is not None:
-        v.shape("guess", guess, (d,), f"({d},)")
-        out = out + x_q @ jnp.asarray(guess, dtype=float)
+        out = out + x_q @ jnp.asarray(v.array("guess", guess, "d", dims), dtype=float)
     return out
 
 
@@ -352,12 +378,12 @@ def embed(tasks: TaskBatch, y_q=None) -> jax.Array:
     Returns:
         ``(B, d+1, C+1)`` embeddings.
     """
+    B, C, d = check_batch(tasks)
     X, y, x_q = tasks.X, tasks.y, tasks.x_q
-    B, C, d = _check_batch(tasks)
     if y_q is None:
         y_q = jnp.zeros((B,))
     else:
-        y_q = jnp.asarray(y_q, dtype=float)
+        y_q = jnp.asarray(v.array("y_q", y_q), dtype=float)
         if y_q.ndim == 0:
             y_q = jnp.full((B,), y_q)
         v.shape("y_q", y_q, (B,), f"({B},) or a scalar")
@@ -375,20 +401,10 @@ def embed_zero_query(tasks: TaskBatch) -> jax.Array:
     return embed(tasks, None)
 
 
-def _check_batch(tasks: TaskBatch) -> tuple[int, int, int]:
-    if not isinstance(tasks, TaskBatch):
-        raise ValueError(f"tasks must be an iclgd.tasks.TaskBatch, got {type(tasks).__name__}")
-    X = v.shape("tasks.X", tasks.X, (None, None, None), "(B, C, d)")
-    B, C, d = X.shape
-    v.shape("tasks.y", tasks.y, (B, C), f"({B}, {C})")
-    v.shape("tasks.x_q", tasks.x_q, (B, d), f"({B}, {d})")
-    return B, C, d
-
-
 def unembed(E: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Split an embedding ``(B, d+1, C+1)`` into ``X (B, C, d)``, ``y (B, C)``, ``x_q (B, d)``,
     ``y_q (B,)``."""
-    v.shape("E", E, (None, None, None), "(B, d+1, C+1)")
+    E = v.array("E", E, "B d+1 C+1")
     if E.shape[1] < 2 or E.shape[2] < 2:
         raise ValueError(
             f"E must have shape (B, d+1, C+1) with d, C >= 1, got shape {tuple(E.shape)}"

@@ -43,7 +43,7 @@ import optax
 from . import checks as v
 from .metrics import mse
 from .models import Model
-from .tasks import Prior, TaskBatch, sample_tasks
+from .tasks import Prior, TaskBatch, check_prior, sample_tasks
 
 __all__ = [
     "TrainResult",
@@ -251,7 +251,7 @@ def _resolve(optimizer, learning_rate):
         lr_tree = tuple(jnp.float32(lr[g]) for g in groups) if groups else jnp.float32(lr)
         return (optimizer, groups), _build(optimizer, lr), lr_tree, optimizer == "lbfgs"
     if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
-        raise TypeError(
+        raise v.ArgumentTypeError(
             f"optimizer must be an optax GradientTransformation or one of {OPTIMIZERS}, "
             f"got {type(optimizer).__name__}"
         )
@@ -267,14 +267,27 @@ def _is_lbfgs(opt) -> bool:
     return any("Linesearch" in type(s).__name__ for s in leaves)
 
 
-def _check_key(name: str, key) -> None:
-    dt = getattr(key, "dtype", None)
-    ok = dt is not None and (
-        jax.dtypes.issubdtype(dt, jax.dtypes.prng_key)
-        or (dt == np.uint32 and getattr(key, "shape", ())[-1:] == (2,))
-    )
-    if not ok:
-        raise TypeError(f"{name} must be a JAX PRNG key (jax.random.key(seed)), got {key!r:.60}")
+def _check_callable(name: str, f, what: str) -> None:
+    if not callable(f):
+        raise v.ArgumentTypeError(f"{name} must be {what}, got {f!r:.60}")
+
+
+def _check_args(args) -> tuple:
+    """``args`` must be a tuple (or list) of the loss's extra arguments, not one NamedTuple."""
+    if hasattr(args, "_fields") or not isinstance(args, (tuple, list)):
+        raise v.ArgumentTypeError(
+            f"args must be a tuple of extra arguments of loss_fn, e.g. args=(prior,), got a "
+            f"{type(args).__name__} (a missing comma in args=(x,)?)"
+        )
+    return tuple(args)
+
+
+def _check_common(loss_fn, args, metrics) -> tuple:
+    """Checks shared by :func:`train` and :func:`train_seeds`; returns ``args`` as a tuple."""
+    _check_callable("loss_fn", loss_fn, "a function loss_fn(params, key, *args) -> ()")
+    if metrics is not None:
+        _check_callable("metrics", metrics, "a function metrics(params) -> pytree")
+    return _check_args(args)
 
 
 def _check_deterministic(loss_fn, params, key, args, has_aux) -> None:
@@ -361,10 +374,9 @@ def train(
         TypeError: ``key`` not a PRNG key, ``optimizer`` not an optimiser.
     """
     steps = v.positive_int("steps", steps)
-    _check_key("key", key)
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
-    args = tuple(args)
+    v.prng_key("key", key)
+    args = _check_common(loss_fn, args, metrics)
+    v.finite_tree("params", params)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
     if lbfgs and not fixed_key:
@@ -475,16 +487,15 @@ def train_seeds(
         A diverged seed does not stop the others.
     """
     steps = v.positive_int("steps", steps)
-    _check_key("keys", keys[0] if getattr(keys, "ndim", 0) >= 1 else keys)
-    if keys.ndim != 1 and not (keys.dtype == np.uint32 and keys.ndim == 2):
-        raise ValueError(f"keys must be a batch of PRNG keys of shape (S,), got {keys.shape}")
+    S = v.prng_keys("keys", keys)
     init = init_fn.init if isinstance(init_fn, Model) else init_fn
-    args = tuple(args)
+    _check_callable("init_fn", init, "a Model or a function init_fn(key) -> params")
+    args = _check_common(loss_fn, args, metrics)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    params = jax.vmap(init)(init_keys)
+    params = v.finite_tree("init_fn(key)", jax.vmap(init)(init_keys))
     if lbfgs and not fixed_key:
         first = jax.tree_util.tree_map(lambda x: x[0], params)
         _check_deterministic(loss_fn, first, data_keys[0], args, has_aux)
@@ -492,7 +503,6 @@ def train_seeds(
     run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
     vrun = _vmapped(run)
     state = jax.vmap(opt.init)(params)
-    S = int(keys.shape[0])
     bad = jnp.zeros(S, dtype=bool)
     records = []
     if record_every is not None:
@@ -580,12 +590,9 @@ def sampled_loss(
     C = v.positive_int("C", C)
     batch = v.positive_int("batch", batch)
     predict = model.predict if isinstance(model, Model) else model
-    if not callable(predict):
-        raise TypeError(f"model must be an iclgd Model or a predict function, got {model!r:.60}")
-    if prior is not None and not isinstance(prior, Prior):
-        raise TypeError(
-            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
-        )
+    _check_callable("model", predict, "an iclgd Model or a function predict(params, tasks)")
+    if prior is not None:
+        check_prior(prior)
 
     def loss_with_prior(params, key, prior):
         tasks = sample_tasks(key, prior, C, batch)
@@ -607,7 +614,10 @@ def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args:
         ``(mean, standard_error)`` over the batches, as floats.
     """
     n_batches = v.positive_int("n_batches", n_batches, 2)
-    _check_key("key", key)
+    v.prng_key("key", key)
+    _check_callable("loss_fn", loss_fn, "a function loss_fn(params, key, *args) -> ()")
+    args = _check_args(args)
+    v.finite_tree("params", params)
     keys = jax.random.split(key, n_batches)
     vals = np.asarray(jax.lax.map(lambda k: loss_fn(params, k, *args), keys))
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches))
