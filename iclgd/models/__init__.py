@@ -65,17 +65,12 @@ class Model(NamedTuple):
 
 
 def _task_batch(batch) -> TaskBatch:
-    if not isinstance(batch, TaskBatch):
-        raise TypeError(f"batch must be an iclgd.tasks.TaskBatch, got {type(batch).__name__}")
-    return batch
+    return v.container("batch", batch, TaskBatch, "an iclgd.tasks.TaskBatch (use sample_tasks)")
 
 
 def _rep_batch(batch) -> RepresentationBatch:
-    if not isinstance(batch, RepresentationBatch):
-        raise TypeError(
-            f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}"
-        )
-    return batch
+    what = "an iclgd.representation.RepresentationBatch (use sample_representation_tasks)"
+    return v.container("batch", batch, RepresentationBatch, what)
 
 
 def lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, guess=None, bias: float = 0.0) -> Model:
@@ -89,9 +84,7 @@ def lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, guess=None, bias: fl
     init_std = v.nonneg_float("init_std", init_std)
     bias = v.finite_float("bias", bias)
     if guess is not None:
-        guess = jnp.asarray(
-            v.finite_array("guess", v.shape("guess", guess, (d,), f"({d},)")), float
-        )
+        guess = jnp.asarray(v.array("guess", guess, "d", v.Dims(d=d)), float)
 
     def predict(params, batch):
         t = _task_batch(batch)
@@ -187,6 +180,7 @@ def transformer_model(
     eq. 5). Predictions ``(B, K)`` for every token.
     """
     spec = check_spec(spec)
+    _transformer.check_config(d_model, H, d_ff, L, spec.K, pos_encoding)
     n_keys = spec.N if prompt_keys_only else None
     K, d_in = spec.K, spec.d + 1
 

@@ -84,73 +84,35 @@ _FULL_KEYS = ("P", "Q")
 # ----------------------------------------------------------------------------------------------
 
 
-def _check_key(key) -> None:
-    """Accept a typed PRNG key (shape ``()``) or a raw ``uint32`` key of
-    shape ``(2,)`` or ``(4,)``."""
-    dtype = getattr(key, "dtype", None)
-    shape = getattr(key, "shape", None)
-    if dtype is not None and shape is not None:
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-            if tuple(shape) == ():
-                return
-        elif np.dtype(dtype) == np.uint32 and tuple(shape) in ((2,), (4,)):
-            return
-    raise ValueError(
-        "key must be a single JAX PRNG key (jax.random.key(seed) or jax.random.PRNGKey(seed)), "
-        f"got {type(key).__name__}"
-        + (
-            f" with shape {tuple(shape)} and dtype {dtype}"
-            if shape is not None
-            else f" {key!r:.60}"
-        )
-    )
-
-
-def _check_Z(Z0) -> tuple[int, int]:
-    """Check an embedding ``(B, d+1, n+1)``; return ``(d, n)``."""
-    v.shape("Z0", Z0, (None, None, None), "(B, d+1, n+1)")
+def _check_Z(Z0, dims: dict) -> tuple[int, int]:
+    """Check an embedding ``(B, d+1, n+1)``; return ``(d, n)`` (``d`` is bound in ``dims``)."""
+    Z0 = v.array("Z0", Z0, "B d+1 n+1", dims)
     if Z0.shape[1] < 2 or Z0.shape[2] < 2:
         raise ValueError(
             f"Z0 must have shape (B, d+1, n+1) with d >= 1 and n >= 1, got shape {tuple(Z0.shape)}"
         )
-    v.finite_array("Z0", Z0)
+    dims["d"] = Z0.shape[1] - 1
     return Z0.shape[1] - 1, Z0.shape[2] - 1
 
 
-def _check_L(name: str, shape: tuple) -> int:
-    if shape[0] < 1:
-        raise ValueError(
-            f"L must be an integer >= 1: {name} has shape {tuple(shape)}, "
-            f"i.e. L = {shape[0]} layers"
-        )
-    return int(shape[0])
+def _check_L(name: str, x) -> None:
+    """Reject an empty stack of layers (``L = 0``) with a message about ``L``."""
+    s = tuple(np.shape(x))
+    if len(s) == 3 and s[0] < 1:
+        raise ValueError(f"L must be an integer >= 1: {name} has shape {s}, i.e. L = 0 layers")
 
 
-def _check_full_params(params, d: int | None = None) -> int:
+def _check_full_params(params, dims: dict) -> int:
     """Check ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``; return ``L``."""
-    if not isinstance(params, dict) or any(k not in params for k in _FULL_KEYS):
-        raise ValueError(
-            "params must be a dict {'P': (L, d+1, d+1), 'Q': (L, d+1, d+1)} "
-            f"(see init_linear_transformer), got {params!r:.80}"
-        )
-    P = params["P"]
-    s = tuple(getattr(P, "shape", np.shape(P)))
-    if len(s) != 3 or s[1] != s[2]:
-        raise ValueError(f"params['P'] must have shape (L, d+1, d+1), got shape {s}")
-    if d is not None and s[1] != d + 1:
-        raise ValueError(
-            f"params['P'] must have shape (L, {d + 1}, {d + 1}) to match Z0 "
-            f"with d+1 = {d + 1} rows, got shape {s}"
-        )
-    L = _check_L("params['P']", s)
-    D = s[1]
-    for k in _FULL_KEYS:
-        v.shape(f"params[{k!r}]", params[k], (L, D, D), f"({L}, {D}, {D}) (L, d+1, d+1)")
-        v.finite_array(f"params[{k!r}]", params[k])
-    return L
+    what = "a dict {'P': (L, d+1, d+1), 'Q': (L, d+1, d+1)} (see init_linear_transformer)"
+    v.param_dict("params", params, _FULL_KEYS, what)
+    _check_L("params['P']", params["P"])
+    v.array("params['P']", params["P"], "L d+1 d+1", dims, what="to match Z0")
+    v.array("params['Q']", params["Q"], "L d+1 d+1", dims)
+    return dims["L"]
 
 
-def _check_stack(name: str, A, d: int | None = None) -> jax.Array:
+def _check_stack(name: str, A, dims: dict, what: str = "") -> jax.Array:
     """Turn a stack or a sequence of ``(d, d)`` matrices into a ``(L, d, d)`` array and check it."""
     if isinstance(A, (list, tuple)):
         if len(A) == 0:
@@ -160,64 +122,33 @@ def _check_stack(name: str, A, d: int | None = None) -> jax.Array:
             raise ValueError(
                 f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}"
             )
-        A = jnp.stack([jnp.asarray(a) for a in A])
-    elif not hasattr(A, "shape"):
-        A = jnp.asarray(A)
-    s = tuple(A.shape)
-    if len(s) != 3 or s[1] != s[2] or (d is not None and s[1] != d):
-        want = f"(L, {d}, {d})" if d is not None else "(L, d, d)"
-        raise ValueError(f"{name} must have shape {want}, got shape {s}")
-    _check_L(name, s)
-    v.finite_array(name, A)
-    return A
+        A = jnp.stack([jnp.asarray(v.array(f"{name}[{i}]", a)) for i, a in enumerate(A)])
+    _check_L(name, A)
+    return v.array(name, A, "L d d", dims, what=what)
 
 
-def _check_sparse_params(params, d: int | None = None) -> tuple[int, bool]:
-    """Check ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``; return ``(L, has_B)``."""
-    if (
-        not isinstance(params, dict)
-        or "A" not in params
-        or any(k not in ("A", "B") for k in params)
-    ):
-        raise ValueError(
-            "params must be a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} "
-            f"(eq. 13) (see init_sparse), got {params!r:.80}"
-        )
-    A = params["A"]
-    s = tuple(getattr(A, "shape", np.shape(A)))
-    if len(s) != 3 or s[1] != s[2]:
-        raise ValueError(f"params['A'] must have shape (L, d, d), got shape {s}")
-    if d is not None and s[1] != d:
-        raise ValueError(
-            f"params['A'] must have shape (L, {d}, {d}) to match Z0 with d+1 = {d + 1} rows, "
-            f"got shape {s}"
-        )
-    L = _check_L("params['A']", s)
-    v.finite_array("params['A']", A)
-    has_B = "B" in params
-    if has_B:
-        v.shape(
-            "params['B']", params["B"], (L, s[1], s[1]), f"({L}, {s[1]}, {s[1]}) like params['A']"
-        )
-        v.finite_array("params['B']", params["B"])
-    return L, has_B
+def _check_sparse_params(params, dims: dict) -> bool:
+    """Check ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``; return ``has_B``."""
+    what = (
+        "a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} (eq. 13) "
+        "(see init_sparse)"
+    )
+    v.param_dict("params", params, ("A",), what, optional=("B",))
+    _check_L("params['A']", params["A"])
+    v.array("params['A']", params["A"], "L d d", dims, what="to match Z0")
+    if "B" in params:
+        v.array("params['B']", params["B"], "L d d", dims, what="like params['A']")
+    return "B" in params
 
 
-def _check_regression(X, y, x_q=None) -> tuple[int, int, int]:
-    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return ``(B, n, d)``."""
-    v.shape("X", X, (None, None, None), "(B, n, d)")
-    B, n, d = X.shape
-    if n < 1 or d < 1:
-        raise ValueError(
-            f"X must have shape (B, n, d) with n >= 1 and d >= 1, got shape {tuple(X.shape)}"
-        )
-    v.shape("y", y, (B, n), f"({B}, {n}) (B, n) to match X of shape {tuple(X.shape)}")
-    v.finite_array("X", X)
-    v.finite_array("y", y)
+def _check_regression(X, y, x_q=None) -> v.Dims:
+    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return the bound sizes."""
+    dims = v.Dims()
+    v.array("X", X, "B n d", dims)
+    v.array("y", y, "B n", dims, what="to match X")
     if x_q is not None:
-        v.shape("x_q", x_q, (B, d), f"({B}, {d}) (B, d) to match X of shape {tuple(X.shape)}")
-        v.finite_array("x_q", x_q)
-    return B, n, d
+        v.array("x_q", x_q, "B d", dims, what="to match X")
+    return dims
 
 
 # ----------------------------------------------------------------------------------------------
@@ -237,7 +168,7 @@ def init_linear_transformer(key: jax.Array, d: int, L: int, init_std: float = 0.
     Returns:
         ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
     """
-    _check_key(key)
+    v.prng_key("key", key, single=True)
     d = v.positive_int("d", d)
     L = v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
@@ -273,7 +204,7 @@ def init_sparse(
     Returns:
         ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
     """
-    _check_key(key)
+    v.prng_key("key", key, single=True)
     d = v.positive_int("d", d)
     L = v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
@@ -296,7 +227,7 @@ def sparse_to_full(params: dict) -> dict:
     Returns:
         ``{"P": (L, d+1, d+1), "Q": (L, d+1, d+1)}``.
     """
-    _, has_B = _check_sparse_params(params)
+    has_B = _check_sparse_params(params, v.Dims())
     A = jnp.asarray(params["A"])
     Bs = jnp.asarray(params["B"]) if has_B else jnp.zeros_like(A)
     P, Q = _sparse_to_full(A, Bs)
@@ -340,8 +271,9 @@ def linear_transformer_output(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, n+1)``, the matrix ``Z_L``.
     """
-    d, _ = _check_Z(Z0)
-    _check_full_params(params, d)
+    dims = v.Dims()
+    _check_Z(Z0, dims)
+    _check_full_params(params, dims)
     return _forward_full(params["P"], params["Q"], Z0)
 
 
@@ -367,8 +299,9 @@ def linear_transformer_output_literal(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, n+1)``.
     """
-    d, _ = _check_Z(Z0)
-    _check_full_params(params, d)
+    dims = v.Dims()
+    _check_Z(Z0, dims)
+    _check_full_params(params, dims)
     return _forward_literal(params["P"], params["Q"], Z0)
 
 
@@ -416,9 +349,9 @@ def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
-    d, _ = _check_Z(Z0)
-    _, has_B = _check_sparse_params(params, d)
-    if has_B:
+    dims = v.Dims()
+    _check_Z(Z0, dims)
+    if _check_sparse_params(params, dims):
         return _sparse_forward_gdpp(params["A"], params["B"], Z0)
     return _sparse_forward_pgd(params["A"], Z0)
 
@@ -487,8 +420,7 @@ def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
     Returns:
         ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
     """
-    _, _, d = _check_regression(X, y)
-    A = _check_stack("A_list", A_list, d)
+    A = _check_stack("A_list", A_list, _check_regression(X, y))
     return _pgd_iterates(X, y, A)
 
 
@@ -520,8 +452,7 @@ def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax
     Returns:
         ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
     """
-    _, _, d = _check_regression(X, y, x_q)
-    A = _check_stack("A_list", A_list, d)
+    A = _check_stack("A_list", A_list, _check_regression(X, y, x_q))
     return jnp.einsum("bi,bi->b", _pgd_iterates(X, y, A)[-1], x_q)
 
 
@@ -553,13 +484,9 @@ def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> 
     Returns:
         ``(B,)`` predictions.
     """
-    _, _, d = _check_regression(X, y, x_q)
-    A = _check_stack("A_list", A_list, d)
-    Bs = _check_stack("B_list", B_list, d)
-    if Bs.shape[0] != A.shape[0]:
-        raise ValueError(
-            f"B_list must have shape {tuple(A.shape)} like A_list, got shape {tuple(Bs.shape)}"
-        )
+    dims = _check_regression(X, y, x_q)
+    A = _check_stack("A_list", A_list, dims)
+    Bs = _check_stack("B_list", B_list, dims, what="like A_list")
     return _gdpp(X, y, x_q, A, Bs)
 
 

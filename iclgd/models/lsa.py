@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import checks as v
-from ..tasks import TaskBatch, embed
+from ..tasks import TaskBatch, check_batch, embed
 
 __all__ = [
     "init_lsa",
@@ -51,6 +51,7 @@ def init_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1) -> dict:
     Returns:
         ``{"WK", "WQ", "WV", "WP"}``, each of shape ``(H, d+1, d+1)``.
     """
+    v.prng_key("key", key)
     d = v.positive_int("d", d)
     H = v.positive_int("H", H)
     init_std = v.nonneg_float("init_std", init_std)
@@ -59,27 +60,21 @@ def init_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1) -> dict:
     return {k: init_std * jax.random.normal(kk, (H, D, D)) for k, kk in zip(_KEYS, keys)}
 
 
-def _check_params(params, D: int | None = None) -> tuple[int, int]:
-    if not isinstance(params, dict) or any(k not in params for k in _KEYS):
-        raise ValueError(
-            f"params must be a dict with keys {_KEYS} (see init_lsa), got {params!r:.80}"
-        )
-    s = params["WK"].shape
-    if len(s) != 3 or s[1] != s[2]:
-        raise ValueError(f"params['WK'] must have shape (H, d+1, d+1), got shape {tuple(s)}")
-    H, D0 = s[0], s[1]
-    if D is not None and D0 != D:
-        raise ValueError(
-            f"params['WK'] must have shape (H, {D}, {D}) to match E with d+1 = {D} rows, "
-            f"got shape {tuple(s)}"
-        )
+_WHAT = f"a dict with keys {_KEYS} (see init_lsa)"
+
+
+def _check_params(params, dims: dict | None = None, name: str = "params") -> tuple[int, int]:
+    """Check LSA parameters ``{"WK", "WQ", "WV", "WP"}``, each ``(H, d+1, d+1)``; return ``(H,
+    d+1)``."""
+    v.param_dict(name, params, _KEYS, _WHAT)
+    dims = v.Dims() if dims is None else dims
     for k in _KEYS:
-        v.shape(f"params[{k!r}]", params[k], (H, D0, D0), f"({H}, {D0}, {D0})")
-    return H, D0
+        v.array(f"{name}[{k!r}]", params[k], "H d+1 d+1", dims)
+    return dims["H"], dims["d+1"]
 
 
-def _check_E(E) -> tuple[int, int]:
-    v.shape("E", E, (None, None, None), "(B, d+1, C+1)")
+def _check_E(E, dims: dict) -> tuple[int, int]:
+    E = v.array("E", E, "B d+1 C+1", dims)
     if E.shape[1] < 2 or E.shape[2] < 2:
         raise ValueError(
             f"E must have shape (B, d+1, C+1) with d >= 1 and C >= 1, got shape {tuple(E.shape)}"
@@ -95,6 +90,10 @@ def lsa_reduced(params: dict) -> tuple[jax.Array, jax.Array]:
         ``A``: ``(H, d+1, d+1)``, the products ``(W^K_h)^T W^Q_h``.
     """
     _check_params(params)
+    return _reduced(params)
+
+
+def _reduced(params: dict) -> tuple[jax.Array, jax.Array]:
     b = jnp.einsum("hj,hjk->hk", params["WP"][:, -1, :], params["WV"])
     A = jnp.einsum("hji,hjk->hik", params["WK"], params["WQ"])
     return b, A
@@ -110,9 +109,10 @@ def lsa_predict(params: dict, E: jax.Array) -> jax.Array:
     Returns:
         ``(B,)`` predictions ``y_q + sum_h b_h^T G A_h z_q``.
     """
-    D, C = _check_E(E)
-    _check_params(params, D)
-    b, A = lsa_reduced(params)
+    dims = v.Dims()
+    D, C = _check_E(E, dims)
+    _check_params(params, dims)
+    b, A = _reduced(params)
     Z = E[:, :, :C]  # context columns (B, D, C)
     zq = E[:, :, C]  # query column (B, D)
     # b_h^T G A_h z_q  with  G = Z Z^T / C:  (b_h^T Z)(Z^T A_h z_q) / C
@@ -128,8 +128,9 @@ def lsa_output(params: dict, E: jax.Array) -> jax.Array:
     Returns:
         ``(B, d+1, C+1)``.
     """
-    D, C = _check_E(E)
-    _check_params(params, D)
+    dims = v.Dims()
+    D, C = _check_E(E, dims)
+    _check_params(params, dims)
     M = jnp.diag(jnp.concatenate([jnp.ones(C), jnp.zeros(1)]))
     heads = jnp.einsum(
         "hij,hjk,bkl,lm,bnm,hpn,hpq,bqr->bir",
@@ -163,8 +164,7 @@ def gd_weights(w0, eta: float, H: int = 1) -> dict:
     Returns:
         LSA parameters with ``H`` heads.
     """
-    w0 = jnp.asarray(w0, dtype=float)
-    v.shape("w0", w0, (None,), "(d,)")
+    w0 = jnp.asarray(v.array("w0", w0, "d"), dtype=float)
     eta = v.finite_float("eta", eta)
     H = v.positive_int("H", H)
     d = w0.shape[0]
@@ -190,11 +190,11 @@ def init_yq_lsa(key: jax.Array, d: int, H: int = 1, init_std: float = 0.1, w=Non
         ``{"attn": LSA params, "w": (d,)}``.
     """
     attn = init_lsa(key, d, H, init_std)
-    if w is None:
-        w = jnp.zeros(d)
-    else:
-        w = jnp.asarray(v.shape("w", w, (d,), f"({d},)"), dtype=float)
+    w = jnp.zeros(d) if w is None else jnp.asarray(v.array("w", w, "d", v.Dims(d=d)), dtype=float)
     return {"attn": attn, "w": w}
+
+
+_YQ_WHAT = "a dict {'attn': LSA params, 'w': (d,)} (see init_yq_lsa)"
 
 
 def yq_lsa_predict(params: dict, tasks: TaskBatch) -> jax.Array:
@@ -207,10 +207,10 @@ def yq_lsa_predict(params: dict, tasks: TaskBatch) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
-    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
-        raise ValueError("params must be a dict {'attn': LSA params, 'w': (d,)} (see init_yq_lsa)")
-    d = tasks.X.shape[-1]
-    v.shape("params['w']", params["w"], (d,), f"({d},)")
+    v.param_dict("params", params, ("attn", "w"), _YQ_WHAT)
+    dims = v.Dims()
+    check_batch(tasks, dims=dims)
+    v.array("params['w']", params["w"], "d", dims)
     return lsa_predict(params["attn"], embed(tasks, tasks.x_q @ params["w"]))
 
 
@@ -232,12 +232,12 @@ def ltb_predict(params: dict, E: jax.Array) -> jax.Array:
     Returns:
         ``(B,)`` predictions.
     """
-    D, C = _check_E(E)
+    dims = v.Dims()
+    D, C = _check_E(E, dims)
     keys = ("W1", "W2", "WP", "WV", "WK", "WQ")
-    if not isinstance(params, dict) or any(k not in params for k in keys):
-        raise ValueError(f"params must be a dict with keys {keys} (see ltb_from_yq_lsa)")
+    v.param_dict("params", params, keys, f"a dict with keys {keys} (see ltb_from_yq_lsa)")
     for k in keys:
-        v.shape(f"params[{k!r}]", params[k], (D, D), f"({D}, {D})")
+        v.array(f"params[{k!r}]", params[k], "d+1 d+1", dims)
     EM = E * jnp.concatenate([jnp.ones(C), jnp.zeros(1)])  # E W^M
     p = params
     attn = p["WP"] @ p["WV"] @ EM @ jnp.swapaxes(E, -1, -2) @ p["WK"].T @ p["WQ"] @ E / C
@@ -262,14 +262,14 @@ def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False
     Returns:
         ``{"W1", "W2", "WP", "WV", "WK", "WQ"}`` for :func:`ltb_predict`.
     """
-    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
-        raise ValueError("params must be a dict {'attn': LSA params, 'w': (d,)} (see init_yq_lsa)")
-    H, D = _check_params(params["attn"])
+    v.param_dict("params", params, ("attn", "w"), _YQ_WHAT)
+    dims = v.Dims()
+    H, D = _check_params(params["attn"], dims, "params['attn']")
     if H != 1:
         raise ValueError(f"params['attn'] must have one head (H = 1), got H = {H}")
     a = {k: val[0] for k, val in params["attn"].items()}
-    w = jnp.asarray(v.shape("params['w']", params["w"], (D - 1,), f"({D - 1},)"))
     d = D - 1
+    w = jnp.asarray(v.array("params['w']", params["w"], "d", v.Dims(d=d)))
     c = float(w @ w) + 1.0 if c is None else v.finite_float("c", c)
     if abs(c - float(w @ w)) < 1e-12 * (1.0 + abs(c)):
         raise ValueError(f"c must differ from ||w||^2 = {float(w @ w):.6g} (W_1 is singular there)")

@@ -74,6 +74,7 @@ def init_softmax(key: jax.Array, d: int, K: int, H: int, beta: float = 1.0) -> d
     Returns:
         ``{"Q": (H, d, d), "w": (H, K)}``.
     """
+    v.prng_key("key", key)
     d = v.positive_int("d", d)
     K = v.positive_int("K", K, 2)
     H = v.positive_int("H", H)
@@ -86,21 +87,16 @@ def _init_softmax(key, beta, d, K, H):
     return {"Q": beta * jax.random.normal(key, (H, d, d)), "w": jnp.zeros((H, K))}
 
 
-def _check_softmax_params(
-    params, d: int | None = None, K: int | None = None
-) -> tuple[int, int, int]:
-    if not isinstance(params, dict) or "Q" not in params or "w" not in params:
-        raise ValueError("params must be a dict {'Q': (H, d, d), 'w': (H, K)} (see init_softmax)")
-    Q, w = params["Q"], params["w"]
-    want_d = "d" if d is None else str(d)
-    s = getattr(Q, "shape", ())
-    if len(s) != 3 or s[1] != s[2] or (d is not None and s[1] != d):
-        raise ValueError(
-            f"params['Q'] must have shape (H, {want_d}, {want_d}), got shape {tuple(s)}"
-        )
-    H = s[0]
-    v.shape("params['w']", w, (H, K), f"({H}, {'K' if K is None else K}) (H from params['Q'])")
-    return H, s[1], w.shape[1]
+def _check_softmax_params(params, dims: dict) -> None:
+    """Check ``{"Q": (H, d, d), "w": (H, K)}`` against the sizes bound in ``dims``."""
+    what = "a dict {'Q': (H, d, d), 'w': (H, K)} (see init_softmax)"
+    v.param_dict("params", params, ("Q", "w"), what)
+    v.array("params['Q']", params["Q"], "H d d", dims)
+    v.array("params['w']", params["w"], "H K", dims)
+
+
+def _spec_dims(spec) -> v.Dims:
+    return v.Dims(d=spec.d, K=spec.K, N=spec.N)
 
 
 def attention_scores(params: dict, spec: RepresentationSpec) -> jax.Array:
@@ -114,7 +110,7 @@ def attention_scores(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``(H, N, K)``; entry ``[h, i, k]`` is ``s^h_{ik}``; each ``[h, :, k]`` sums to 1.
     """
     spec = check_spec(spec)
-    _check_softmax_params(params, spec.d, spec.K)
+    _check_softmax_params(params, _spec_dims(spec))
     return _scores(params["Q"], spec)
 
 
@@ -136,7 +132,7 @@ def attention_matrix(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``(N, K)``; the model predicts ``y_hat = y^T A_hat(theta)`` (eq. 8).
     """
     spec = check_spec(spec)
-    _check_softmax_params(params, spec.d, spec.K)
+    _check_softmax_params(params, _spec_dims(spec))
     return _A_hat(params, spec)
 
 
@@ -152,8 +148,9 @@ def softmax_predict(params: dict, spec: RepresentationSpec, y: jax.Array) -> jax
         ``(B, K)`` predictions (the diagonal of ``T(E)``, eq. 6).
     """
     spec = check_spec(spec)
-    v.shape("y", y, (None, spec.N), f"(B, {spec.N})")
-    _check_softmax_params(params, spec.d, spec.K)
+    dims = _spec_dims(spec)
+    y = v.array("y", y, "B N", dims)
+    _check_softmax_params(params, dims)
     return _softmax_predict(params, spec, jnp.asarray(y))
 
 
@@ -177,14 +174,14 @@ def softmax_attention_map(params: dict, E: jax.Array, N: int) -> jax.Array:
     Returns:
         ``(B, K, K)``.
     """
-    v.shape("E", E, (None, None, None), "(B, d+1, K)")
+    E = v.array("E", E, "B d+1 K")
     B, D, K = E.shape
     N = v.positive_int("N", N)
     if N >= K:
         raise ValueError(f"N must satisfy 1 <= N < K = {K} (E has K = {K} columns), got {N}")
     if D < 2:
         raise ValueError(f"E must have shape (B, d+1, K) with d >= 1, got shape {tuple(E.shape)}")
-    _check_softmax_params(params, D - 1, K)
+    _check_softmax_params(params, v.Dims(d=D - 1, K=K))
     return _attention_map(params, jnp.asarray(E), N)
 
 
@@ -210,7 +207,7 @@ def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
     Returns:
         ``()``.
     """
-    v.shape("y_hat", y_hat, (None, None), "(B, K)")
+    y_hat, y_all = v.array("y_hat", y_hat, "B K"), v.array("y_all", y_all)
     if tuple(y_hat.shape) != tuple(y_all.shape):
         raise ValueError(
             "y_hat and y_all must have the same shape (B, K), "
@@ -230,10 +227,8 @@ def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBa
     Returns:
         ``()``.
     """
-    if not isinstance(batch, RepresentationBatch):
-        raise ValueError(
-            f"batch must be an iclgd.representation.RepresentationBatch, got {type(batch).__name__}"
-        )
+    what = "an iclgd.representation.RepresentationBatch (use sample_representation_tasks)"
+    v.container("batch", batch, RepresentationBatch, what)
     return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)
 
 
@@ -258,8 +253,7 @@ def population_loss_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Ar
         ``()``.
     """
     spec = check_spec(spec)
-    N, K = spec.N, spec.K
-    v.shape("A_hat", A_hat, (N, K), f"({N}, {K})")
+    A_hat = v.array("A_hat", A_hat, "N K", _spec_dims(spec))
     return _pop_loss(jnp.asarray(A_hat), spec)
 
 
@@ -317,7 +311,7 @@ def zeta0(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``()``.
     """
     spec = check_spec(spec)
-    _check_softmax_params(params, spec.d, spec.K)
+    _check_softmax_params(params, _spec_dims(spec))
     return _zeta0(params["Q"], spec)
 
 

@@ -52,10 +52,11 @@ def layer_norm(x: jax.Array, gain: jax.Array, bias: jax.Array, eps: float = 1e-5
     Returns:
         ``(..., D)``.
     """
-    D = x.shape[-1]
-    v.shape("gain", gain, (D,), f"({D},)")
-    v.shape("bias", bias, (D,), f"({D},)")
-    return _layer_norm(x, gain, bias, eps)
+    dims = v.Dims()
+    x = v.array("x", x, "... D", dims)
+    gain = v.array("gain", gain, "D", dims)
+    bias = v.array("bias", bias, "D", dims)
+    return _layer_norm(x, gain, bias, v.positive_float("eps", eps))
 
 
 @jax.jit
@@ -103,7 +104,15 @@ def init_transformer(
         D), "b2": (L, D)}, "final_ln": {"g", "b": (D,)}, "readout": {"W": (D,), "b": ()}}`` plus
         ``"pos": (seq_len, D)`` if learned.
     """
+    v.prng_key("key", key)
     d_in = v.positive_int("d_in", d_in)
+    D, H, F, L, seq_len = check_config(d_model, H, d_ff, L, seq_len, pos_encoding)
+    return _init_transformer(key, d_in, D, H, F, L, seq_len)
+
+
+def check_config(d_model, H, d_ff, L, seq_len, pos_encoding: str) -> tuple:
+    """Validate the sizes of :func:`init_transformer`; return ``(d_model, H, d_ff, L, seq_len)``
+    with ``seq_len = None`` unless ``pos_encoding == "learned"``."""
     D = v.positive_int("d_model", d_model)
     H = v.positive_int("H", H)
     F = v.positive_int("d_ff", d_ff)
@@ -112,11 +121,11 @@ def init_transformer(
         raise ValueError(f"d_model must be divisible by H = {H}, got d_model = {D}")
     if pos_encoding not in ("none", "learned"):
         raise ValueError(f"pos_encoding must be 'none' or 'learned', got {pos_encoding!r}")
-    if pos_encoding == "learned":
-        if seq_len is None:
-            raise ValueError("seq_len must be given (an integer >= 1) when pos_encoding='learned'")
-        seq_len = v.positive_int("seq_len", seq_len)
-    return _init_transformer(key, d_in, D, H, F, L, seq_len if pos_encoding == "learned" else None)
+    if pos_encoding != "learned":
+        return D, H, F, L, None
+    if seq_len is None:
+        raise ValueError("seq_len must be given (an integer >= 1) when pos_encoding='learned'")
+    return D, H, F, L, v.positive_int("seq_len", seq_len)
 
 
 @partial(jax.jit, static_argnums=(1, 2, 3, 4, 5, 6))
@@ -168,46 +177,46 @@ def _init_transformer(key, d_in, D, H, F, L, seq_len):
     return params
 
 
-def _check_transformer_params(params) -> tuple[int, int, int, int, int, int]:
-    ok = (
-        isinstance(params, dict)
-        and all(isinstance(params.get(k), dict) for k in ("embed", "layers", "final_ln", "readout"))
-        and all(k in params["layers"] for k in _LAYER_KEYS)
-    )
-    if not ok:
+_PARAMS_WHAT = (
+    "the nested dict returned by init_transformer (keys embed, layers, final_ln, readout)"
+)
+_SHAPES = {
+    "embed": {"W": "d_in D", "b": "D"},
+    "layers": {
+        "ln1_g": "L D",
+        "ln1_b": "L D",
+        "Wq": "L D H Dh",
+        "Wk": "L D H Dh",
+        "Wv": "L D H Dh",
+        "Wo": "L H Dh D",
+        "bo": "L D",
+        "ln2_g": "L D",
+        "ln2_b": "L D",
+        "W1": "L D F",
+        "b1": "L F",
+        "W2": "L F D",
+        "b2": "L D",
+    },
+    "final_ln": {"g": "D", "b": "D"},
+    "readout": {"W": "D", "b": ""},
+}
+
+
+def _check_transformer_params(params) -> dict:
+    """Check the nested parameter dict of :func:`init_transformer`; return its sizes (``d_in``,
+    ``D``, ``L``, ``H``, ``Dh``, ``F``)."""
+    v.param_dict("params", params, tuple(_SHAPES), _PARAMS_WHAT)
+    dims = v.Dims()
+    for group, leaves in _SHAPES.items():
+        v.param_dict(f"params[{group!r}]", params[group], tuple(leaves), _PARAMS_WHAT)
+        for k, spec in leaves.items():
+            v.array(f"params[{group!r}][{k!r}]", params[group][k], spec, dims)
+    if dims["H"] * dims["Dh"] != dims["D"]:
         raise ValueError(
-            "params must be the nested dict returned by init_transformer "
-            "(keys embed, layers, final_ln, readout)"
+            f"params['layers']['Wq'] must have shape (L, {dims['D']}, H, {dims['D']}/H), "
+            f"got shape {tuple(params['layers']['Wq'].shape)}"
         )
-    d_in, D = params["embed"]["W"].shape
-    lay = params["layers"]
-    s = lay["Wq"].shape
-    if len(s) != 4 or s[1] != D or s[2] * s[3] != D:
-        raise ValueError(
-            f"params['layers']['Wq'] must have shape (L, {D}, H, {D}/H), got shape {tuple(s)}"
-        )
-    L, _, H, Dh = s
-    F = lay["W1"].shape[-1]
-    want = {
-        "ln1_g": (L, D),
-        "ln1_b": (L, D),
-        "Wk": (L, D, H, Dh),
-        "Wv": (L, D, H, Dh),
-        "Wo": (L, H, Dh, D),
-        "bo": (L, D),
-        "ln2_g": (L, D),
-        "ln2_b": (L, D),
-        "W1": (L, D, F),
-        "b1": (L, F),
-        "W2": (L, F, D),
-        "b2": (L, D),
-    }
-    for k, shp in want.items():
-        v.shape(f"params['layers'][{k!r}]", lay[k], shp)
-    v.shape("params['final_ln']['g']", params["final_ln"]["g"], (D,))
-    v.shape("params['final_ln']['b']", params["final_ln"]["b"], (D,))
-    v.shape("params['readout']['W']", params["readout"]["W"], (D,))
-    return d_in, D, L, H, Dh, F
+    return dims
 
 
 def transformer_predict(
@@ -234,14 +243,14 @@ def transformer_predict(
     Returns:
         ``(B, T)`` predictions.
     """
-    d_in, D, L, H, Dh, F = _check_transformer_params(params)
-    v.shape("inputs", inputs, (None, None, d_in), f"(B, T, {d_in})")
-    T = inputs.shape[1]
+    dims = _check_transformer_params(params)
+    inputs = v.array("inputs", inputs, "B T d_in", dims)
+    T, D = dims["T"], dims["D"]
     if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal must be a bool, got {causal!r}")
+        raise v.ArgumentTypeError(f"causal must be a bool, got {causal!r}")
     if "pos" in params:
-        P = params["pos"]
-        if P.ndim != 2 or P.shape[1] != D or P.shape[0] < T:
+        P = v.array("params['pos']", params["pos"], "seq_len D", dims)
+        if P.shape[0] < T:
             raise ValueError(
                 f"params['pos'] must have shape (seq_len >= T = {T}, {D}), "
                 f"got shape {tuple(P.shape)}"
