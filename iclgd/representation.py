@@ -157,6 +157,7 @@ def random_dictionary(key: jax.Array, K: int, d: int) -> jax.Array:
     Returns:
         ``(K, d)`` tokens, one per row.
     """
+    v.prng_key("key", key)
     K = v.positive_int("K", K, 2)
     d = v.positive_int("d", d)
     return _random_dictionary(key, K, d)
@@ -246,24 +247,25 @@ def make_representation_spec(
             "give at most one of f (a callable) and features (a (K, m) table), got both"
         )
     if f is not None and not callable(f):
-        raise ValueError(
+        raise v.ArgumentTypeError(
             f"f must be a callable mapping a (d,) token to (m,) features, got {type(f).__name__}"
         )
     need_key = tokens is None or (f is None and features is None)
     if need_key and key is None:
         raise ValueError("key must be a PRNG key when tokens or features are generated, got None")
+    if key is not None:
+        v.prng_key("key", key)
+    dims = v.Dims(K=K, d=d, m=m)
     if tokens is not None:
-        v.shape("tokens", tokens, (K, d), f"({K}, {d})")
+        tokens = v.array("tokens", tokens, "K d", dims)
     if features is not None:
-        v.shape("features", features, (K, m), f"({K}, {m})")
+        features = v.array("features", features, "K m", dims)
     # One normal draw for tokens and features (row k: d token entries, then m feature entries).
     drawn_tokens, drawn_features = _draw_dictionary(key, K, d, m) if need_key else (None, None)
 
     if tokens is None:
         tokens = drawn_tokens
     else:
-        v.shape("tokens", tokens, (K, d), f"({K}, {d})")
-        v.finite_array("tokens", tokens)
         tokens = jnp.asarray(tokens, dtype=float)
         norms = np.linalg.norm(np.asarray(tokens, dtype=np.float64), axis=-1)
         if not np.allclose(norms, 1.0, atol=1e-4):
@@ -287,27 +289,19 @@ def make_representation_spec(
                 f"f must map a (d,) = ({d},) token to (m,) = ({m},) features; "
                 f"calling it failed: {exc}"
             ) from exc
-        v.shape("f(tokens)", features, (K, m), f"({K}, {m}) (f must return (m,) = ({m},))")
+        v.array("f(tokens)", features, "K m", dims, what=f"(f must return (m,) = ({m},))")
     elif features is None:
         features = drawn_features
-    else:
-        v.shape("features", features, (K, m), f"({K}, {m})")
-    v.finite_array("features", features)
     features = jnp.asarray(features, dtype=float)
-
-    lam_mean = jnp.asarray(lam_mean, dtype=float)
-    if lam_mean.ndim == 0:
-        lam_mean = jnp.full((m,), lam_mean)
-    v.shape("lam_mean", lam_mean, (m,), f"() or ({m},)")
-    v.finite_array("lam_mean", lam_mean)
-    return _assemble_spec(
+    spec = _assemble_spec(
         tokens,
         features,
         jnp.asarray(tau, dtype=float),
-        lam_mean,
+        jnp.zeros(m),
         jnp.asarray(lam_std, dtype=float),
         N,
     )
+    return spec._replace(lam_mean=_lambda_law(spec, lam_mean, None)[0])
 
 
 @partial(jax.jit, static_argnums=(5,))
@@ -323,19 +317,26 @@ def _assemble_spec(tokens, features, tau, lam_mean, lam_std, N):
     )
 
 
-def check_spec(spec) -> RepresentationSpec:
-    if not isinstance(spec, RepresentationSpec):
-        raise ValueError(
-            f"spec must be an iclgd.representation.RepresentationSpec "
-            f"(use make_representation_spec), got {type(spec).__name__}"
-        )
+def check_spec(spec, name: str = "spec") -> RepresentationSpec:
+    """Check that ``spec`` is a :class:`RepresentationSpec` with consistent shapes and (when
+    concrete) finite entries, ``tau >= 0`` and ``lam_std >= 0``; return it."""
+    what = "an iclgd.representation.RepresentationSpec (use make_representation_spec)"
+    v.container(name, spec, RepresentationSpec, what)
+    dims = v.Dims()
+    v.array(f"{name}.tokens_P", spec.tokens_P, "N d", dims)
+    v.array(f"{name}.tokens_Q", spec.tokens_Q, "KN d", dims)
+    v.array(f"{name}.Z", spec.Z, "m N", dims)
+    v.array(f"{name}.ZQ", spec.ZQ, "m KN", dims)
+    v.array(f"{name}.lam_mean", spec.lam_mean, "m", dims)
+    v.scalar(f"{name}.tau", spec.tau, nonneg=True)
+    v.scalar(f"{name}.lam_std", spec.lam_std, nonneg=True)
     return spec
 
 
 def _lambda_law(spec, lam_mean, lam_std) -> tuple[jax.Array, jax.Array]:
     """The mean ``(m,)`` and std ``()`` of lambda: the spec's, unless overridden (validated)."""
     m = spec.m
-    mean = spec.lam_mean if lam_mean is None else jnp.asarray(lam_mean, dtype=float)
+    mean = spec.lam_mean if lam_mean is None else jnp.asarray(v.array("lam_mean", lam_mean), float)
     if mean.ndim == 0:
         mean = jnp.full((m,), mean)
     v.shape("lam_mean", mean, (m,), f"() or ({m},)")
@@ -359,6 +360,7 @@ def sample_lambda(
     Returns:
         ``(B, m)`` coefficient vectors.
     """
+    v.prng_key("key", key)
     spec = check_spec(spec)
     batch = v.positive_int("batch", batch)
     mean, std = _lambda_law(spec, lam_mean, lam_std)
@@ -382,8 +384,7 @@ def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
         ``(v_k, 0)`` for ``k > N``.
     """
     spec = check_spec(spec)
-    N = spec.N
-    v.shape("y", y, (None, N), f"(B, {N})")
+    y = v.array("y", y, "B N", v.Dims(N=spec.N))
     return _embed(spec, jnp.asarray(y))
 
 
@@ -411,10 +412,9 @@ def representation_labels(
     Returns:
         A :class:`RepresentationBatch`.
     """
+    v.prng_key("key", key)
     spec = check_spec(spec)
-    m = spec.m
-    v.shape("lam", lam, (None, m), f"(B, {m})")
-    v.finite_array("lam", lam)
+    lam = v.array("lam", lam, "B m", v.Dims(m=spec.m))
     return _labels(key, spec, jnp.asarray(lam))
 
 
@@ -452,6 +452,7 @@ def sample_representation_tasks(
         A :class:`RepresentationBatch` with ``lam (B, m)``, ``eps (B, K, m)``, ``y_all (B, K)``,
         ``y (B, N)``, ``E (B, d+1, K)``.
     """
+    v.prng_key("key", key)
     spec = check_spec(spec)
     batch = v.positive_int("batch", batch)
     mean, std = _lambda_law(spec, lam_mean, lam_std)
@@ -474,12 +475,10 @@ def _sample(key, spec, mean, std, batch):
 
 
 def _check_Zy(Z, y) -> tuple[int, int]:
-    v.shape("Z", Z, (None, None), "(m, N)")
-    m, N = Z.shape
-    v.shape("y", y, (None, N), f"(B, {N}) to match Z of shape (m, N) = {tuple(Z.shape)}")
-    v.finite_array("Z", Z)
-    v.finite_array("y", y)
-    return m, N
+    dims = v.Dims()
+    Z = v.array("Z", Z, "m N", dims)
+    v.array("y", y, "B N", dims, what=f"to match Z of shape (m, N) = {tuple(Z.shape)}")
+    return dims["m"], dims["N"]
 
 
 def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
@@ -497,7 +496,7 @@ def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
         ``(B, m)``.
     """
     m, N = _check_Zy(Z, y)
-    tau = tau if v.is_tracer(tau) else v.nonneg_float("tau", tau)
+    tau = v.scalar("tau", tau, nonneg=True)
     return ridge_weights(Z.T, y, m * tau / N)
 
 
@@ -516,7 +515,7 @@ def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
         ``(B, m)``.
     """
     _check_Zy(Z, y)
-    tau = tau if v.is_tracer(tau) else v.nonneg_float("tau", tau)
+    tau = v.scalar("tau", tau, nonneg=True)
     return ridge_weights(Z.T, y, tau)
 
 
@@ -568,23 +567,28 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
         ``(N, K)``.
     """
     spec = check_spec(spec)
-    A = _limit_matrix(spec)
-    if not v.is_tracer(A) and not bool(jnp.all(jnp.isfinite(A))):
-        raise ValueError(
-            "spec must have Z^T Z + m tau I_N invertible "
-            "(tau > 0, or N <= m and Z of full column rank)"
-        )
-    return A
+    G, R = _gram_rhs(spec)
+    _check_gram(G)
+    return _solve(G, R)
 
 
 @jax.jit
-def _limit_matrix(spec):
-    Z, N, m = spec.Z, spec.N, spec.m
-    G = Z.T @ Z + m * spec.tau * jnp.eye(N)
-    rhs = Z.T @ spec.Z_hat + jnp.concatenate(
-        [m * spec.tau * jnp.eye(N), jnp.zeros((N, spec.K - N))], axis=1
-    )
-    return jnp.linalg.solve(G, rhs)
+def _gram_rhs(spec) -> tuple[jax.Array, jax.Array]:
+    """``G = Z^T Z + m tau I_N`` ``(N, N)`` and ``R = Z^T Z_hat + (m tau I_N, 0)`` ``(N, K)``."""
+    Z, N, K, mt = spec.Z, spec.N, spec.K, spec.m * spec.tau
+    G = Z.T @ Z + mt * jnp.eye(N)
+    R = Z.T @ spec.Z_hat + jnp.concatenate([mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1)
+    return G, R
+
+
+def _check_gram(G) -> None:
+    """``G`` must be positive definite in its dtype (relative eigenvalue floor, see
+    :func:`iclgd.checks.spd_matrix`), else solving with it returns garbage or NaN."""
+    hint = "spec needs tau > 0, or N <= m and Z of full column rank"
+    v.spd_matrix("Z^T Z + m tau I_N (of spec)", G, dtype=G.dtype, hint=hint)
+
+
+_solve = jax.jit(jnp.linalg.solve)
 
 
 def optimal_loss(spec: RepresentationSpec) -> jax.Array:
@@ -616,17 +620,13 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
             f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = "
             f"{float(np.abs(np.asarray(spec.lam_mean)).max())}"
         )
-    return _optimal_loss(spec)
+    G, R = _gram_rhs(spec)
+    _check_gram(G)
+    return _optimal_loss(spec, G, R)
 
 
 @jax.jit
-def _optimal_loss(spec):
-    Z, N, m, K = spec.Z, spec.N, spec.m, spec.K
-    mt = m * spec.tau
-    G = Z.T @ Z + mt * jnp.eye(N)
-    R = Z.T @ spec.Z_hat + jnp.concatenate(
-        [mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1
-    )  # (N, K)
+def _optimal_loss(spec, G, R):
     quad = jnp.sum(R * jnp.linalg.solve(G, R), axis=0)  # (K,)
-    const = jnp.sum(spec.Z_hat**2, axis=0) + mt
-    return jnp.sum(const - quad) / (2 * K)
+    const = jnp.sum(spec.Z_hat**2, axis=0) + spec.m * spec.tau
+    return jnp.sum(const - quad) / (2 * spec.K)
