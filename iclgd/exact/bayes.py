@@ -77,7 +77,7 @@ def bayes_risk(
     if s2 == 0.0 and om_pd and iso:
         return BayesRisk((1.0 - C / d) * float(np.trace(S @ Om)), 0.0, "closed form")
     # General case: Rao-Blackwellised Monte Carlo over X.
-    key = jax.random.key(0) if key is None else key
+    key = jax.random.key(0) if key is None else v.prng_key("key", key)
     LS = np.linalg.cholesky((S + S.T) / 2)
     vals = []
     chunk = 20_000

@@ -9,7 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import checks as v
 from ..tasks import Prior
+from ..tasks import check_prior as _check_prior
 
 __all__ = [
     "enable_x64",
@@ -39,12 +41,9 @@ def enable_x64():
 
 
 def check_prior(prior) -> Prior:
-    """Raise ``ValueError`` unless ``prior`` is an :class:`iclgd.tasks.Prior`; return it."""
-    if not isinstance(prior, Prior):
-        raise ValueError(
-            f"prior must be an iclgd.tasks.Prior (use make_prior), got {type(prior).__name__}"
-        )
-    return prior
+    """:func:`iclgd.tasks.check_prior`: raise unless ``prior`` is a valid
+    :class:`iclgd.tasks.Prior`; return it."""
+    return _check_prior(prior)
 
 
 def vech_index(D: int) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +98,8 @@ def risk64(risk_fn: Callable, params, *args, **kwargs) -> float:
         The risk as a float.
     """
     if not callable(risk_fn):
-        raise ValueError(f"risk_fn must be callable, got {type(risk_fn).__name__}")
+        raise v.ArgumentTypeError(f"risk_fn must be callable, got {type(risk_fn).__name__}")
+    v.finite_tree("params", params)
 
     def conv(a):
         if isinstance(a, (jax.Array, np.ndarray)):

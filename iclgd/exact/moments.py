@@ -89,12 +89,7 @@ class Exact(NamedTuple):
 
 def check_exact(ex) -> Exact:
     """Raise ``ValueError`` unless ``ex`` is an :class:`Exact` (from :func:`prepare`); return it."""
-    if not isinstance(ex, Exact):
-        raise ValueError(
-            "ex must be an iclgd.exact.Exact (use exact.prepare(prior, C)), "
-            f"got {type(ex).__name__}"
-        )
-    return ex
+    return v.container("ex", ex, Exact, "an iclgd.exact.Exact (use exact.prepare(prior, C))")
 
 
 def omega_moments(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -113,8 +108,9 @@ def omega_moments(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array
     Returns:
         ``(E2 (n, n), E3 (n, n, n), E4 (n, n, n, n))``.
     """
-    m = jnp.asarray(mean)
-    V = jnp.asarray(cov)
+    dims = v.Dims()
+    m = jnp.asarray(v.array("mean", mean, "n", dims))
+    V = jnp.asarray(v.array("cov", cov, "n n", dims))
     mm = jnp.outer(m, m)
     E2 = mm + V
     E3 = (
@@ -155,12 +151,15 @@ def gaussian_moments(mu: jax.Array, Sigma: jax.Array, Omega: jax.Array, noise_st
     Returns:
         :class:`Moments`.
     """
-    mu = jnp.asarray(mu)
-    d = mu.shape[0]
+    dims = v.Dims()
+    mu = jnp.asarray(v.array("mu", mu, "d", dims))
+    Sigma = jnp.asarray(v.array("Sigma", Sigma, "d d", dims))
+    Omega = jnp.asarray(v.array("Omega", Omega, "d d", dims))
+    s2 = jnp.asarray(v.scalar("noise_std", noise_std, nonneg=True)) ** 2
+    if not v.is_tracer(C) and v.finite_float("C", C) < 1:
+        raise ValueError(f"C must be a number >= 1 (the context length), got {C}")
+    d = dims["d"]
     D = d + 1
-    Sigma = jnp.asarray(Sigma)
-    Omega = jnp.asarray(Omega)
-    s2 = jnp.asarray(noise_std) ** 2
     # omega = (w, 1) ~ N((mu, 1), diag(Omega, 0))
     m = jnp.concatenate([mu, jnp.ones((1,), mu.dtype)])
     V = jnp.zeros((D, D), mu.dtype).at[:d, :d].set(Omega)
@@ -216,6 +215,7 @@ def moments(prior: Prior, C: int) -> Moments:
 
 def gram_matrix(mom: Moments) -> np.ndarray:
     """``Gamma = E[u u^T]`` for ``u = (vech G, w, 1)`` (NumPy float64)."""
+    v.container("mom", mom, Moments, "an iclgd.exact.Moments (use exact.moments)")
     D = mom.EG.shape[0]
     d = D - 1
     iu = vech_index(D)

@@ -48,6 +48,7 @@ __all__ = [
     "heads_from_M",
     "stack_rank",
     "solve_columns",
+    "guess64",
     "vech_to_sym",
     "best_multihead_lsa",
     "best_multihead_yq_lsa",
@@ -132,9 +133,7 @@ def lsa_params_from_M(M) -> dict:
         ``{"WK", "WQ", "WV", "WP"}`` each ``(D, D, D)``.
     """
     xp = _xp(M)
-    M = xp.asarray(M)
-    if M.ndim != 3 or not (M.shape[0] == M.shape[1] == M.shape[2]):
-        raise ValueError(f"M must have shape (D, D, D), got shape {tuple(M.shape)}")
+    M = xp.asarray(v.array("M", M, "D D D"))
     D = M.shape[0]
     eye = xp.eye(D, dtype=M.dtype)
     eyes = xp.einsum("h,ij->hij", xp.ones(D, M.dtype), eye)
@@ -153,20 +152,17 @@ def reduced_to_lsa_params(b, A) -> dict:
         ``{"WK", "WQ", "WV", "WP"}`` each ``(H, D, D)``.
     """
     xp = _xp(b, A)
-    b = xp.asarray(b)
-    v.shape("b", b, (None, None), "(H, D)")
+    dims = v.Dims()
+    b = xp.asarray(v.array("b", b, "H D", dims))
+    A = xp.asarray(v.array("A", A, "H D D", dims))
     H, D = b.shape
-    A = xp.asarray(v.shape("A", A, (H, D, D), f"({H}, {D}, {D})"))
     eyes = xp.einsum("h,ij->hij", xp.ones(H, A.dtype), xp.eye(D, dtype=A.dtype))
     WP = xp.einsum("i,hj->hij", xp.eye(D, dtype=b.dtype)[D - 1], b)
     return {"WK": eyes, "WQ": A, "WV": eyes, "WP": WP}
 
 
 def _check_M(M, name: str = "M") -> np.ndarray:
-    M = np.asarray(M, dtype=np.float64)
-    if M.ndim != 3 or not (M.shape[0] == M.shape[1] == M.shape[2]):
-        raise ValueError(f"{name} must have shape (D, D, D), got shape {tuple(M.shape)}")
-    return M
+    return np.asarray(v.array(name, M, "D D D"), dtype=np.float64)
 
 
 def fold_last_row(M, tol: float = 1e-10) -> np.ndarray:
@@ -189,6 +185,7 @@ def fold_last_row(M, tol: float = 1e-10) -> np.ndarray:
         ValueError: if some ``M_i[D, D] != 0`` (the model uses ``G_yy``; folding would change it).
     """
     M = _check_M(M).copy()
+    tol = v.nonneg_float("tol", tol)
     k = M.shape[0] - 1
     scale = max(1.0, float(np.abs(M).max()))
     if np.abs(M[k, k, :]).max() > tol * scale:
@@ -222,6 +219,7 @@ def heads_from_M(M, H: int, tol: float = 1e-10) -> dict:
     """
     M = _check_M(M)
     H = v.positive_int("H", H)
+    tol = v.nonneg_float("tol", tol)
     D = M.shape[0]
     if H < D and np.abs(M[H:]).max() > tol * max(1.0, float(np.abs(M).max())):
         raise ValueError(
@@ -248,9 +246,8 @@ def stack_rank(M, tol: float = 1e-9) -> int:
     Returns:
         The numerical rank (0 for ``M = 0``).
     """
-    M = np.asarray(M, dtype=np.float64)
-    if M.ndim != 3 or M.shape[0] != M.shape[1]:
-        raise ValueError(f"M must have shape (D, D, K), got shape {tuple(M.shape)}")
+    M = np.asarray(v.array("M", M, "D D K"), dtype=np.float64)
+    tol = v.nonneg_float("tol", tol)
     s = np.linalg.svd(M.reshape(M.shape[0], -1), compute_uv=False)
     if s.size == 0 or s[0] == 0.0:
         return 0
@@ -301,6 +298,13 @@ def vech_to_sym(beta: np.ndarray, D: int) -> np.ndarray:
     return Mt
 
 
+def guess64(d: int, y_q_guess) -> np.ndarray:
+    """The guess ``g`` ``(d,)`` as float64 (default zeros), checked."""
+    if y_q_guess is None:
+        return np.zeros(d)
+    return np.asarray(v.array("y_q_guess", y_q_guess, "d", v.Dims(d=d)), np.float64)
+
+
 def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> BestLSA:
     """The best multi-head LSA with ``H >= d+1`` heads and ``y_q = x_q^T g + c``: exact least
     squares.
@@ -323,11 +327,7 @@ def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> Best
     check_exact(ex)
     d = ex.d
     D = d + 1
-    g = (
-        np.zeros(d)
-        if y_q_guess is None
-        else np.asarray(v.shape("y_q_guess", y_q_guess, (d,), f"({d},)"), np.float64)
-    )
+    g = guess64(d, y_q_guess)
     c = v.finite_float("y_q_bias", y_q_bias)
     beta, rank = solve_columns(ex, g, c)
     Mt = vech_to_sym(beta, D)
@@ -362,6 +362,12 @@ def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
     Tp, _ = pinv_psd(gram[:p, :p])
     m = gram[:p, -1]
     rho = 1.0 - m @ Tp @ m
+    if not rho > 1e-12:  # 1 would be a linear function of vech G: no finite best guess
+        raise ValueError(
+            "ex must have a prior for which the constant 1 is not a linear function of vech G "
+            f"(1 - E[vech G]^T T^+ E[vech G] = {rho:.3g}); the best guess g* = (mu - nu) / rho "
+            "is then undefined"
+        )
     nu = gram[:p, p : p + d].T @ Tp @ m
     g = (np.asarray(ex.moments.Ew) - nu) / rho
     return best_multihead_lsa(ex, g, 0.0)
@@ -409,12 +415,23 @@ def gd_optimal(ex: Exact, w0=None) -> tuple[float, float]:
     With ``Y(eta) = Y0 + eta Y1`` (the sum-of-squares form, NumPy float64),
     ``eta* = -<Y0, Y1> / ||Y1||^2`` and ``R* = ||Y0||^2 + eta* <Y0, Y1> + sigma^2``.
 
+    **Flat risk** (``0 / 0``). If ``Y1 = 0`` (to float64 rounding: ``||Y1|| <= 1e3 eps ||F||
+    ||Pi_1|| ||F_S||``) the risk does not depend on ``eta``: the GD step never changes the
+    prediction's error -- e.g. ``Omega = 0``, no noise and ``w0 = mu``, where every prompt's task is
+    ``w0`` and its gradient is zero. Every ``eta`` is then optimal; this returns ``eta* = 0`` (no
+    step, the minimiser of least magnitude) and the constant risk ``||Y0||^2 + sigma^2``.
+
+    Args:
+        ex: :func:`~iclgd.exact.prepare`'s output.
+        w0: ``(d,)`` the start; default the prior mean ``mu``.
+
     Returns:
         ``(eta_star, risk_star)`` as floats.
     """
     check_exact(ex)
     d = ex.d
-    w0 = np.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"), np.float64)
+    w0 = ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d))
+    w0 = np.asarray(w0, np.float64)
     M1 = gd_coefficients(w0, np)
     vq = np.concatenate([w0, [0.0]])
     F, FS = ex.gram_factor, ex.x_factor
@@ -422,6 +439,10 @@ def gd_optimal(ex: Exact, w0=None) -> tuple[float, float]:
     Y1 = F @ coef_matrix(M1, np.zeros_like(vq), d, with_w=False) @ FS
     a1 = float(np.sum(Y0 * Y1))
     a2 = float(np.sum(Y1 * Y1))
+    Pi1 = coef_matrix(M1, np.zeros_like(vq), d, with_w=False)
+    bound = np.linalg.norm(F) * np.linalg.norm(Pi1) * np.linalg.norm(FS)
+    if np.sqrt(a2) <= 1e3 * np.finfo(np.float64).eps * bound:  # flat in eta (docstring)
+        return 0.0, float(np.sum(Y0 * Y0)) + ex.noise_var
     eta = -a1 / a2
     return eta, float(np.sum(Y0 * Y0)) + eta * a1 + ex.noise_var
 
@@ -455,8 +476,9 @@ def multihead_lsa_closed_form(d: int, C: int, w_star, g=None, c: float = 0.0) ->
     """
     d = v.positive_int("d", d)
     C = v.positive_int("C", C)
-    w = np.asarray(v.shape("w_star", w_star, (d,), f"({d},)"), np.float64)
-    g = np.zeros(d) if g is None else np.asarray(v.shape("g", g, (d,), f"({d},)"), np.float64)
+    dims = v.Dims(d=d)
+    w = np.asarray(v.array("w_star", w_star, "d", dims), np.float64)
+    g = np.zeros(d) if g is None else np.asarray(v.array("g", g, "d", dims), np.float64)
     c = v.finite_float("c", c)
     kappa, eta = C / (C * d + 2), C / (C + d + 1)
     D = d + 1
@@ -495,7 +517,8 @@ def yq_lsa_gd_point_grad(ex: Exact, eta: float, w0=None) -> GDPointGrad:
     check_exact(ex)
     d = ex.d
     eta = v.finite_float("eta", eta)
-    w0 = np.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"), np.float64)
+    w0 = ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d))
+    w0 = np.asarray(w0, np.float64)
     with enable_x64():
         u = eta * jnp.concatenate([-jnp.asarray(w0), jnp.ones(1)])
         Q = jnp.zeros((d + 1, d + 1)).at[:d, :d].set(jnp.eye(d))

@@ -78,11 +78,9 @@ def predictor_risk(Mt: jax.Array, vq: jax.Array, ex: Exact) -> jax.Array:
         ``()`` the risk.
     """
     check_exact(ex)
-    d = ex.d
-    D = d + 1
-    v.shape("Mt", Mt, (D, D, D), f"({D}, {D}, {D})")
-    v.shape("vq", vq, (D,), f"({D},)")
-    Mt = jnp.asarray(Mt)
+    dims = v.Dims(D=ex.d + 1)
+    Mt = jnp.asarray(v.array("Mt", Mt, "D D D", dims))
+    vq = v.array("vq", vq, "D", dims)
     dt = jnp.result_type(Mt.dtype, jnp.asarray(vq).dtype)
     return predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt))
 
@@ -119,11 +117,11 @@ def check_guess(ex: Exact, y_q_guess, y_q_bias) -> tuple[jax.Array, jax.Array]:
     if y_q_guess is None:
         g = jnp.zeros((d,))
     else:
-        g = jnp.asarray(v.shape("y_q_guess", y_q_guess, (d,), f"({d},)"))
-    c = jnp.asarray(y_q_bias)
+        g = jnp.asarray(v.array("y_q_guess", y_q_guess, "d", v.Dims(d=d)))
+    c = v.array("y_q_bias", y_q_bias)
     if c.ndim != 0:
         raise ValueError(f"y_q_bias must be a scalar, got shape {tuple(c.shape)}")
-    return g, c
+    return g, jnp.asarray(c)
 
 
 def lsa_coefficients(b, A, g, c):
@@ -163,10 +161,9 @@ def lsa_risk_reduced(
         ``()`` the exact risk ``E[(f - y)^2]``.
     """
     check_exact(ex)
-    D = ex.d + 1
-    v.shape("b", b, (None, D), f"(H, {D})")
-    H = b.shape[0]
-    v.shape("A", A, (H, D, D), f"({H}, {D}, {D})")
+    dims = v.Dims(D=ex.d + 1)
+    b = v.array("b", b, "H D", dims)
+    A = v.array("A", A, "H D D", dims)
     g, c = check_guess(ex, y_q_guess, y_q_bias)
     A = jnp.asarray(A)
     dt = jnp.result_type(A.dtype, jnp.asarray(b).dtype, g.dtype)
@@ -179,18 +176,12 @@ def lsa_risk_reduced(
     )
 
 
-def _check_lsa_params(params: dict, D: int):
+def _check_lsa_params(params: dict, D: int) -> None:
     keys = ("WK", "WQ", "WV", "WP")
-    if not isinstance(params, dict) or any(k not in params for k in keys):
-        raise ValueError(
-            f"params must be a dict with keys {keys} (see iclgd.init_lsa), got {params!r:.80}"
-        )
-    H = params["WK"].shape[0] if params["WK"].ndim == 3 else None
+    v.param_dict("params", params, keys, f"a dict with keys {keys} (see iclgd.init_lsa)")
+    dims = v.Dims(D=D)
     for k in keys:
-        v.shape(f"params[{k!r}]", params[k], (H, D, D), f"(H, {D}, {D})")
-    b = jnp.einsum("hj,hjk->hk", params["WP"][:, -1, :], params["WV"])
-    A = jnp.einsum("hji,hjk->hik", params["WK"], params["WQ"])
-    return b, A
+        v.array(f"params[{k!r}]", params[k], "H D D", dims)
 
 
 def lsa_risk(params: dict, ex: Exact, y_q_guess=None, y_q_bias=0.0) -> jax.Array:
@@ -231,10 +222,8 @@ def yq_lsa_risk(params: dict, ex: Exact) -> jax.Array:
     Returns:
         ``()`` the exact risk.
     """
-    if not isinstance(params, dict) or "attn" not in params or "w" not in params:
-        raise ValueError(
-            "params must be a dict {'attn': LSA params, 'w': (d,)} (see iclgd.init_yq_lsa)"
-        )
+    what = "a dict {'attn': LSA params, 'w': (d,)} (see iclgd.init_yq_lsa)"
+    v.param_dict("params", params, ("attn", "w"), what)
     return lsa_risk(params["attn"], ex, y_q_guess=params["w"], y_q_bias=0.0)
 
 
@@ -254,23 +243,18 @@ def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:
     """
     check_exact(ex)
     d = ex.d
-    D = d + 1
+    dims = v.Dims(D=d + 1, d=d)
+    what = "a dict {'P': (1, D, D), 'Q': (1, D, D)} or {'b': (D,), 'A': (D, d)}"
     if isinstance(params, dict) and "b" in params and "A" in params:
-        b = jnp.asarray(v.shape("params['b']", params["b"], (D,), f"({D},)"))
-        A = jnp.asarray(v.shape("params['A']", params["A"], (D, d), f"({D}, {d})"))
-    elif isinstance(params, dict) and "P" in params and "Q" in params:
-        v.shape(
-            "params['P']", params["P"], (1, D, D), f"(1, {D}, {D}) (exact risks are for one layer)"
-        )
-        v.shape(
-            "params['Q']", params["Q"], (1, D, D), f"(1, {D}, {D}) (exact risks are for one layer)"
-        )
-        b = jnp.asarray(params["P"])[0, -1, :]
-        A = jnp.asarray(params["Q"])[0, :, :d]
+        b = jnp.asarray(v.array("params['b']", params["b"], "D", dims))
+        A = jnp.asarray(v.array("params['A']", params["A"], "D d", dims))
     else:
-        raise ValueError(
-            "params must be {'P': (1, D, D), 'Q': (1, D, D)} or {'b': (D,), 'A': (D, d)}"
-        )
+        v.param_dict("params", params, ("P", "Q"), what)
+        one = "(exact risks are for one layer)"
+        P = v.array("params['P']", params["P"], (1, "D", "D"), dims, what=one)
+        Q = v.array("params['Q']", params["Q"], (1, "D", "D"), dims, what=one)
+        b = jnp.asarray(P)[0, -1, :]
+        A = jnp.asarray(Q)[0, :, :d]
     dt = jnp.result_type(b.dtype, A.dtype)
     return _lt_risk_core(b.astype(dt), A.astype(dt), *ex_arrays(ex, dt))
 
@@ -317,8 +301,8 @@ def gd_risk(ex: Exact, eta, w0=None) -> jax.Array:
     """
     check_exact(ex)
     d = ex.d
-    w0 = jnp.asarray(ex.prior.mu if w0 is None else v.shape("w0", w0, (d,), f"({d},)"))
-    eta = jnp.asarray(eta)
+    w0 = jnp.asarray(ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d)))
+    eta = jnp.asarray(v.array("eta", eta))
     if eta.ndim != 0:
         raise ValueError(f"eta must be a scalar, got shape {tuple(eta.shape)}")
     dt = jnp.result_type(w0.dtype, eta.dtype, float)

@@ -45,6 +45,7 @@ from .optima import (
     best_multihead_lsa,
     fold_last_row,
     gd_optimal,
+    guess64,
     reduced_to_lsa_params,
     solve_columns,
 )
@@ -381,15 +382,14 @@ def best_lsa(
     H = v.positive_int("H", H)
     steps = v.positive_int("steps", steps)
     restarts = v.positive_int("restarts", restarts, 0)
+    init_std = v.nonneg_float("init_std", init_std)
     if method not in ("auto", "subspace", "lbfgs"):
         raise ValueError(f"method must be 'auto', 'subspace' or 'lbfgs', got {method!r}")
     d = ex.d
     D = d + 1
-    g = np.zeros(d)
-    if y_q_guess is not None:
-        g = np.asarray(v.shape("y_q_guess", y_q_guess, (d,), f"({d},)"), np.float64)
+    g = guess64(d, y_q_guess)
     c = v.finite_float("y_q_bias", y_q_bias)
-    key = jax.random.key(0) if key is None else key
+    key = jax.random.key(0) if key is None else v.prng_key("key", key)
 
     def result(red, risks, losses, how):
         params = reduced_to_lsa_params(red["b"], red["A"])
@@ -502,6 +502,8 @@ def best_yq_lsa(
     check_exact(ex)
     steps = v.positive_int("steps", steps)
     restarts = v.positive_int("restarts", restarts, 0)
+    init_std = v.nonneg_float("init_std", init_std)
+    key = jax.random.key(0) if key is None else v.prng_key("key", key)
     d = ex.d
     D = d + 1
     mu = np.asarray(ex.prior.mu, np.float64)
@@ -510,7 +512,6 @@ def best_yq_lsa(
     A0 = np.zeros((1, D, D))
     A0[0, :d, :d] = np.eye(d)
     starts = [{"b": b0, "A": A0, "w": mu}]
-    key = jax.random.key(0) if key is None else key
     with enable_x64():
         for k in jax.random.split(key, restarts) if restarts else []:
             noise = np.asarray(standard_normal(k, (D + D * D + d,)))
