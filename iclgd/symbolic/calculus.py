@@ -16,6 +16,7 @@ import sympy as sp
 from sympy.polys.polyerrors import PolynomialError
 from sympy.polys.polyutils import dict_from_expr
 
+from ..checks import finite_array
 from .core import as_expr, as_matrix, flatten_params
 
 __all__ = ["frobenius", "bottom_right", "gradient", "lambdify_risk", "lambdify_gradient"]
@@ -215,6 +216,7 @@ def _compile(
                 f"theta must have shape ({n},) (one entry per parameter), "
                 f"got shape {tuple(t.shape)}"
             )
+        finite_array("theta", t)
         if raw is None:
             return ev.grad(xp, t) if want_grad else ev.value(xp, t)
         out = raw(*[t[i] for i in range(n)])

@@ -115,13 +115,21 @@ def as_symbols(name: str, variables: Any) -> tuple[sp.Symbol, ...]:
 
 
 def as_expr(name: str, value: Any) -> sp.Expr:
-    """A scalar sympy expression from a number or an expression (``ValueError`` otherwise)."""
+    """A scalar sympy expression from a number or an expression (``ValueError`` otherwise).
+
+    A number must be finite (a NaN or infinite float is rejected); sympy's ``nan`` and ``zoo`` are
+    rejected too, while ``sympy.oo`` passes, for limits such as ``C -> oo``.
+    """
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     try:
         e = sp.sympify(value, strict=True) if not isinstance(value, sp.Basic) else value
     except (sp.SympifyError, TypeError):
         raise ValueError(f"{name} must be a number or a sympy expression, got {value!r}") from None
     if isinstance(e, sp.MatrixBase) or not isinstance(e, sp.Expr):
         raise ValueError(f"{name} must be a scalar number or sympy expression, got {value!r}")
+    if e.has(sp.nan, sp.zoo):
+        raise ValueError(f"{name} must not contain nan or zoo (complex infinity), got {value!r}")
     return e
 
 
