@@ -26,18 +26,41 @@
 
 3. Skips NamedTuple field accessors in autodoc (their Google-style ``Attributes:`` section
    documents them; both would be a duplicate-description warning).
+4. Makes the math in headings render wherever a heading is shown:
+
+   * MathJax (the vendored copy of ``mathjax_path``) is loaded on *every* page, not only on pages
+     with math of their own: the sidebar, the previous/next buttons and the in-page contents
+     show headings of other pages, math included (``app.set_html_assets_policy("always")``,
+     Sphinx's switch for assets that extensions add per page);
+   * a ``{ref}`` to a section or a ``{doc}`` to a page without an explicit link text gets the
+     heading itself as its text, math nodes included, instead of Sphinx's plain-text copy of it
+     (which shows TeX source such as ``C \\to \\infty``);
+   * where only plain text can go (the browser tab's title, the titles of search results) the
+     TeX of a heading is written as text (``C → ∞``, ``‖w_⋆‖^2``); the search page also gets
+     ``book/_static/iclgd-search.js``, which does the same for the excerpts under each result.
+
+5. Writes each script of a page once (sphinx-thebe's inline configuration comes twice, a script
+   error on every page).
+
+``tests/test_book_html.py`` checks the result in a browser, on every page.
 """
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import re
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
-from sphinx.util import logging
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import docname_join, logging
+from sphinx.util.nodes import make_refnode
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -171,7 +194,184 @@ def _skip_namedtuple_fields(
     return None
 
 
+# ------------------------------------------------------------------------------------------------
+# Math in headings
+
+
+class HeadingLinkTexts(SphinxPostTransform):
+    """A ``{ref}``/``{doc}`` without explicit text whose target heading has math links with the
+    heading's own nodes (math rendered by MathJax), not Sphinx's plain-text copy of it.
+
+    Runs before Sphinx resolves references (priority 10) and resolves these ones itself, the way
+    the std domain does (``build_reference_node`` / ``make_refnode``), with a richer link text.
+    """
+
+    default_priority = 5
+
+    def run(self, **kwargs: Any) -> None:
+        std = self.env.get_domain("std")
+        doctrees: dict[str, nodes.document] = {}
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("refdomain") != "std" or node.get("refexplicit"):
+                continue
+            reftype, target = node.get("reftype"), node.get("reftarget", "")
+            fromdoc = node.get("refdoc", self.env.docname)
+            if reftype == "ref" and target in std.labels:
+                docname, labelid, sectname = std.labels[target]
+                if docname not in doctrees:
+                    doctrees[docname] = self.env.get_doctree(docname)
+                title = _section_title(doctrees[docname], labelid)
+                if title is None or not _has_math(title):
+                    continue
+                ref = std.build_reference_node(
+                    fromdoc, self.app.builder, docname, labelid, sectname, "ref"
+                )
+                ref[0][:] = [child.deepcopy() for child in title.children]
+            elif reftype == "doc":
+                docname = docname_join(fromdoc, target)
+                title = self.env.titles.get(docname)
+                if title is None or not _has_math(title):
+                    continue
+                inner = nodes.inline("", "", *(c.deepcopy() for c in title.children))
+                inner["classes"].append("doc")
+                ref = make_refnode(self.app.builder, fromdoc, docname, "", inner)
+            else:
+                continue
+            node.replace_self(ref)
+
+
+def _has_math(node: nodes.Node) -> bool:
+    return any(True for _ in node.findall(nodes.math))
+
+
+def _section_title(doctree: nodes.document, labelid: str) -> nodes.title | None:
+    for section in doctree.findall(nodes.section):
+        if labelid in section["ids"] and section.children:
+            first = section[0]
+            return first if isinstance(first, nodes.title) else None
+    return None
+
+
+_MATH_SPAN = re.compile(r'<span class="math[^"]*">\\\((.*?)\\\)</span>', re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+_SYMBOLS = {
+    "lVert": "‖", "rVert": "‖", "star": "⋆", "top": "⊤", "infty": "∞", "cdot": "·",
+    "times": "×", "sum": "∑", "ell": "ℓ", "dots": "…", "ldots": "…", "langle": "⟨",
+    "rangle": "⟩",
+}  # fmt: skip
+_RELATIONS = {
+    "to": "→", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "neq": "≠", "approx": "≈",
+    "sim": "∼", "in": "∈",
+}  # fmt: skip
+
+
+def tex_to_text(tex: str, macros: dict[str, Any] | None = None) -> str:
+    """Plain-text rendering of a heading's inline TeX, for places where math cannot render.
+
+    Expands the book's argument-free macros, writes Greek letters and common symbols in Unicode
+    and drops every other command name and the braces: ``C \\to \\infty`` → ``C → ∞``,
+    ``\\lVert w_\\star\\rVert^2`` → ``‖w_⋆‖^2``, ``\\wstar`` → ``w_⋆``.
+    """
+    simple = {k: v for k, v in (macros or {}).items() if isinstance(v, str)}
+    for _ in range(3):
+        tex = re.sub(r"\\([A-Za-z]+)", lambda m: simple.get(m[1], m[0]), tex)
+
+    def command(m: re.Match) -> str:
+        name = m[1]
+        if name in _RELATIONS:
+            return f" {_RELATIONS[name]} "
+        if name in _SYMBOLS:
+            return _SYMBOLS[name]
+        case = "CAPITAL" if name[0].isupper() else "SMALL"
+        try:
+            return unicodedata.lookup(f"GREEK {case} LETTER {name.upper()}")
+        except KeyError:
+            return ""  # \\mathbf, \\left, \\operatorname, ...: the name goes, the argument stays
+
+    def spaced(m: re.Match) -> str:
+        text = command(m)  # a space after "‖", "⟨" or a dropped command name would show
+        return text if text in ("", "‖", "⟨") else text + m[2]
+
+    tex = re.sub(r"\\([A-Za-z]+)( *)", spaced, tex)
+    tex = re.sub(r"\\[,;:! ]", " ", tex)
+    tex = re.sub(r"[{}]|\\", "", tex)
+    return re.sub(r"  +", " ", tex).strip()
+
+
+def html_to_text(html: str, macros: dict[str, Any] | None = None) -> str:
+    """``html`` (a rendered heading) without tags, its inline math written by ``tex_to_text``."""
+    html = _MATH_SPAN.sub(lambda m: tex_to_text(m[1], macros), html)
+    return _TAG.sub("", html)
+
+
+def _macros(app: Sphinx) -> dict[str, Any]:
+    return ((app.config.mathjax3_config or {}).get("tex") or {}).get("macros") or {}
+
+
+def _plain_page_title(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """The browser tab shows the page's ``<title>`` as text: no TeX there."""
+    if "math" in (context.get("title") or ""):
+        context["title"] = html_to_text(context["title"], _macros(app))
+
+
+def _search_page_script(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Search results quote the pages' text: book/_static/iclgd-search.js writes their math as
+    text (Sphinx's excerpt would show the TeX source)."""
+    if pagename == "search":
+        app.add_js_file("iclgd-search.js", loading_method="defer")
+
+
+def _unique_scripts(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Each script once: sphinx-thebe's inline configuration reaches the page twice (once with
+    filename None, once with ""), and the second copy is a script error on every page
+    (``const THEBE_JS_URL`` declared again)."""
+    seen: set[str] = set()
+    unique = []
+    for script in context.get("script_files") or []:
+        filename = getattr(script, "filename", script) or ""  # None and "" both mean inline
+        key = json.dumps([str(filename), getattr(script, "attributes", {})], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
+def _plain_search_titles(app: Sphinx, exception: Exception | None) -> None:
+    """Search results show the titles of the search index as text: no TeX there."""
+    path = Path(app.outdir) / "searchindex.js"
+    if exception is not None or app.builder.format != "html" or not path.is_file():
+        return
+    text = path.read_text(encoding="utf8")
+    prefix, suffix = "Search.setIndex(", ")"
+    if not (text.startswith(prefix) and text.endswith(suffix)):
+        logger.warning("[iclgd] unexpected format of %s: search titles left as they are", path)
+        return
+    index = json.loads(text[len(prefix) : -len(suffix)])
+    macros = _macros(app)
+    index["titles"] = [html_to_text(t, macros) for t in index.get("titles", [])]
+    alltitles: dict[str, list] = {}
+    for title, places in index.get("alltitles", {}).items():
+        alltitles.setdefault(tex_to_text(title, macros) if "\\" in title else title, []).extend(
+            places
+        )
+    index["alltitles"] = alltitles
+    path.write_text(prefix + json.dumps(index, sort_keys=True) + suffix, encoding="utf8")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("source-read", _expand)
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
+    # MathJax on every page: headings with math appear on all of them (sidebar, prev/next).
+    app.set_html_assets_policy("always")
+    app.add_post_transform(HeadingLinkTexts)
+    app.connect("html-page-context", _plain_page_title)
+    app.connect("html-page-context", _search_page_script)
+    app.connect("html-page-context", _unique_scripts, priority=900)  # after the scripts' adders
+    app.connect("build-finished", _plain_search_titles)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,21 +1,32 @@
 """Browser check of the built book (``_build/html``), the way a reader sees it, offline.
 
-Build first (``jupyter-book build . -W --keep-going``), then ``pytest tests/test_book_html.py``.
+Build first (``jupyter-book build . --all -W --keep-going``), then run
+``pytest tests/test_book_html.py`` (or both at once: ``bash scripts/build_book.sh --check``).
 
-Headless Chromium (Debian's ``chromium``; another binary via ``$CHROMIUM``) opens the introduction,
-the notation page and every page of each part's index plus its first chapter, from ``file://``
-URLs with networking off, lets MathJax run (``--virtual-time-budget``), and dumps the DOM. The test
-asserts that
+One headless Chromium (Debian's ``chromium``; another binary via ``$CHROMIUM``), driven over the
+DevTools protocol on a pipe (``--remote-debugging-pipe``: no extra Python package, no port), opens
+*every* page of the site from ``file://`` URLs — each chapter, the API, bibliography, index,
+module-index, proof-index and status pages, ``search.html`` and a search with results — with a
+1400 px wide window, waits for MathJax and for every image, and measures the page in the browser.
+A page fails on
 
-* every math element Sphinx wrote became MathJax output (``mjx-container``), with no TeX error and
-  no undefined macro, and no raw ``$$``, ``\\(``, ``\\[`` or ``\\begin{`` is
-  left in the visible text;
-* every ``<img>`` of a page is still in the DOM (its file is checked by the link check);
-* no built page has a broken internal link (``href``/``src`` to a local file, or to an anchor of
-  one) and no page loads a script, stylesheet, image or font from the network;
-* ``index.html`` leads to the introduction.
+* **raw TeX** in its rendered text or its title (outside code): ``\\(``, ``\\)``, ``\\[``, ``\\]``,
+  ``$$``, ``$...$`` or any ``\\command`` — e.g. a heading's math shown as ``C \\to \\infty`` in a
+  link text; a math element that MathJax did not typeset, a TeX error or an undefined macro;
+* a **missing image**: an ``<img>`` that did not load (``naturalWidth`` 0);
+* a **broken internal link**: ``href``/``src`` to a local file that does not exist, or to an
+  anchor that the target page does not have;
+* a **narrow figure**: a notebook output image narrower than 80 % of the text column;
+* a **wide table**: at an 800 px window, a table wider than the text column (it would scroll
+  sideways and hide its last columns);
+* a request to the **network** (every script, style sheet, font and image is local).
 
-It also saves screenshots of those pages to ``_build/screenshots/`` (for people to look at).
+Screenshots go to ``_build/screenshots/``: the top of each page at 1400 px, each page's first
+figure at 1400 px and its first table at 800 px, for people to look at.
+
+``test_the_check_fails_on_*`` run the same check on a small hand-written page,
+``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table), and on copies of it
+with one defect each: they show that each kind of defect is caught, and need no book build.
 
 Without ``_build/html`` or Chromium the tests skip with the reason; with ``ICLGD_REQUIRE_BOOK=1``
 (set by CI) they fail instead, so CI can never pass by skipping.
@@ -23,24 +34,30 @@ Without ``_build/html`` or Chromium the tests skip with the reason; with ``ICLGD
 
 from __future__ import annotations
 
-import html
+import base64
+import fcntl
+import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HTML_DIR = REPO / "_build" / "html"
 SHOTS_DIR = REPO / "_build" / "screenshots"
-TOC = REPO / "_toc.yml"
+FIXTURES = REPO / "tests" / "fixtures"
 REQUIRED = os.environ.get("ICLGD_REQUIRE_BOOK", "") not in ("", "0", "false", "no")
 CHROMIUM = (
     os.environ.get("CHROMIUM")
@@ -61,8 +78,25 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
     "--no-default-browser-check",
     "--hide-scrollbars",
-    "--virtual-time-budget=10000",
+    # tabs open side by side: none of them is throttled as a background tab
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: no host name resolves
+    "--allow-file-access-from-files",  # search.html fetches pages for its result summaries
 ]
+WIDE = 1400  # window width (px) of the figure check and of the screenshots
+NARROW = (1000, 800)  # window widths (px) of the table check (screenshots of tables at the last)
+MIN_FIGURE_FRACTION = 0.8  # of the text column, at the wide window
+SEARCH_QUERY = "LSA"  # search.html is also opened with this query, to check its results
+PAGE_TIMEOUT = 120.0  # s, per page
+WORKERS = 3  # pages open at once (MathJax typesetting is CPU bound)
+
+# Raw TeX in rendered text: math delimiters, environments, any \command, a $...$ pair.
+RAW_TEX = re.compile(r"\$\$|\\[()\[\]]|\\begin\{|\\[A-Za-z]+|\$[^\s$][^$\n]{0,80}?\$")
+# In the excerpts that search results quote from a page's text (code included, verbatim): what
+# only math leaves there.
+RAW_MATH = re.compile(r"\\[()\[\]]|\\begin\{")
 
 
 def _unavailable(reason: str) -> None:
@@ -75,7 +109,7 @@ def _require_build() -> None:
     if not (HTML_DIR / "index.html").is_file():
         _unavailable(
             f"{HTML_DIR.relative_to(REPO)} does not exist: build the book first with "
-            "`jupyter-book build . -W --keep-going`"
+            "`jupyter-book build . --all -W --keep-going`"
         )
 
 
@@ -86,132 +120,332 @@ def _require_chromium() -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# Which pages the browser opens
+# Chromium over the DevTools protocol, on a pipe
 
 
-def _toc_parts() -> list[tuple[str, list[str]]]:
-    import yaml
+class Browser:
+    """One headless Chromium; ``send`` runs a DevTools command and returns its result.
 
-    toc = yaml.safe_load(TOC.read_text(encoding="utf8"))
-    parts = []
-    for part in toc.get("parts") or []:
-        files: list[str] = []
+    ``--remote-debugging-pipe``: Chromium reads JSON commands, each ended by a NUL byte, from its
+    file descriptor 3 and writes replies and events to descriptor 4. Commands may be sent from
+    several threads at once; events are queued per session (one session per open tab).
+    """
 
-        def walk(entries):
-            for entry in entries or []:
-                if "file" in entry:
-                    files.append(entry["file"])
-                walk(entry.get("sections"))
+    def __init__(self, binary: str) -> None:
+        self._profile = tempfile.TemporaryDirectory(prefix="iclgd-chromium-")
+        cmd_read, self._cmd_write = os.pipe()
+        self._out_read, out_write = os.pipe()
 
-        walk(part.get("chapters"))
-        parts.append((str(part.get("caption", "")), files))
-    return parts
+        def child_fds() -> None:  # in the child, before exec: the pipes become fds 3 and 4
+            a = fcntl.fcntl(cmd_read, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(out_write, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self._log = open(Path(self._profile.name) / "stderr.log", "w+b")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [
+                binary,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={self._profile.name}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            pass_fds=(3, 4),
+            preexec_fn=child_fds,  # noqa: PLW1509  (only dup2 calls)
+        )
+        os.close(cmd_read)
+        os.close(out_write)
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._pending: dict[int, Future] = {}
+        self._events: dict[str, queue.Queue] = {}
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        buffer = b""
+        while chunk := os.read(self._out_read, 1 << 16):
+            buffer += chunk
+            *messages, buffer = buffer.split(b"\0")
+            for raw in messages:
+                message = json.loads(raw)
+                if "id" in message:
+                    future = self._pending.pop(message["id"], None)
+                    if future is not None:
+                        future.set_result(message)
+                else:
+                    self.events(message.get("sessionId", "")).put(message)
+        for future in list(self._pending.values()):  # Chromium exited
+            future.set_exception(RuntimeError(f"chromium exited:\n{self.stderr()}"))
+
+    def events(self, session: str) -> queue.Queue:
+        with self._lock:
+            return self._events.setdefault(session, queue.Queue())
+
+    def stderr(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-3000:]
+
+    def send(
+        self, method: str, params: dict | None = None, session: str = "", timeout: float = 60
+    ) -> dict:
+        future: Future = Future()
+        with self._lock:
+            self._next_id += 1
+            message: dict[str, Any] = {"id": self._next_id, "method": method}
+            self._pending[self._next_id] = future
+        message["params"] = params or {}
+        if session:
+            message["sessionId"] = session
+        data = json.dumps(message).encode() + b"\0"
+        with self._lock:
+            while data:
+                data = data[os.write(self._cmd_write, data) :]
+        reply = future.result(timeout)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=10)
+        except Exception:  # noqa: BLE001  (closing anyway)
+            pass
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        os.close(self._cmd_write)
+        self._log.close()
+        self._profile.cleanup()
 
 
-def _pages() -> list[str]:
-    """Docnames (paths under _build/html without .html) the browser opens."""
-    import yaml
+# The text column of a page and its width (px), in MEASURE_JS and TABLES_JS.
+COLUMN_JS = """
+  const column = document.querySelector("article.bd-article") ||
+    document.querySelector("[role=main]") || document.body;
+  const style = getComputedStyle(column);
+  const columnWidth = column.clientWidth - parseFloat(style.paddingLeft) -
+    parseFloat(style.paddingRight);
+"""
 
-    root = yaml.safe_load(TOC.read_text(encoding="utf8"))["root"]
-    pages = [root]
-    for caption, files in _toc_parts():
-        if caption.startswith("Part"):
-            pages += files[:2]  # the part's index page and its first chapter, if any
-        elif caption == "Introduction":
-            pages += files
-    pages.append("book/notation")  # every shared MathJax macro, rendered
-    return list(dict.fromkeys(pages))
+# What the browser measures on a page (after MathJax and every image are done).
+MEASURE_JS = r"""
+async () => {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const within = (promise, ms) => Promise.race([promise, sleep(ms)]);
+  const MathJax = window.MathJax;
+  if (MathJax && MathJax.startup && MathJax.startup.promise) {
+    await within(MathJax.startup.promise, 60000);
+  }
+  // searchtools.js declares `const Search` (a global binding, not a property of window)
+  if (typeof Search !== "undefined" && new URLSearchParams(location.search).get("q")) {
+    for (let i = 0; i < 400; i++) {
+      if (/finished|did not match/.test((Search.status && Search.status.innerText) || "")) break;
+      await sleep(50);
+    }
+    for (let i = 0; i < 100; i++) {  // each result's summary is fetched from its page
+      const items = [...document.querySelectorAll("#search-results li")];
+      if (items.every((li) => li.querySelector(".context") || li.querySelector("span"))) break;
+      await sleep(50);
+    }
+  }
+  const images = [...document.images];
+  images.forEach((img) => { img.loading = "eager"; });
+  await within(Promise.all(images.map((img) => img.decode().catch(() => null))), 30000);
+
+  const where = (node) => {
+    const path = [];
+    for (let el = node; el && el !== document.body && path.length < 4; el = el.parentElement) {
+      path.unshift(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+        (el.classList.length ? "." + [...el.classList].slice(0, 2).join(".") : ""));
+    }
+    return path.join(" > ");
+  };
+  const skipped = new Set(["SCRIPT", "STYLE", "PRE", "CODE", "KBD", "SAMP", "TEXTAREA",
+                           "NOSCRIPT", "TEMPLATE", "MJX-CONTAINER", "svg"]);
+  const shown = NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT;
+  const walker = document.createTreeWalker(document.body, shown, {
+    acceptNode: (node) => node.nodeType === Node.TEXT_NODE ? NodeFilter.FILTER_ACCEPT
+      : (skipped.has(node.tagName) || node.classList.contains("highlight"))
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_SKIP,
+  });
+  const texts = [["(page title)", document.title, false]];
+  for (let node; (node = walker.nextNode()); ) {
+    if (/[\\$]/.test(node.data)) {
+      const quote = !!node.parentElement.closest("#search-results .context");
+      texts.push([where(node.parentElement), node.data, quote]);
+    }
+  }
+
+  /* COLUMN */
+  const resolve = (url) => {
+    try { return new URL(url, document.baseURI).href; } catch { return url; }
+  };
+  return {
+    url: location.href,
+    texts,
+    math: document.querySelectorAll(".math").length,
+    untypeset: [...document.querySelectorAll(".math")]
+      .filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 80)),
+    errors: [...document.querySelectorAll("mjx-merror")]
+      .map((el) => el.getAttribute("data-mjx-error") || el.textContent),
+    undefined: [...document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]')]
+      .map((el) => el.textContent),
+    images: images.map((img) => ({ src: img.getAttribute("src"), url: img.currentSrc || img.src,
+                                   loaded: img.complete && img.naturalWidth > 0 })),
+    columnWidth,
+    figures: [...document.querySelectorAll(".cell_output img, .output img")]
+      .filter((img) => img.offsetParent !== null)
+      .map((img) => ({ src: img.getAttribute("src"), width: img.getBoundingClientRect().width })),
+    links: [...document.querySelectorAll(
+      "a[href], link[href], script[src], iframe[src], source[src]")]  // images: loaded or not
+      .filter((el) => !(el instanceof SVGElement))
+      .map((el) => {
+        const attr = el.hasAttribute("href") ? "href" : "src";
+        return [el.tagName.toLowerCase(), el.getAttribute(attr), resolve(el.getAttribute(attr))];
+      }),
+    ids: [...document.querySelectorAll("[id], a[name]")].map((el) => el.id || el.name),
+  };
+}
+""".replace("/* COLUMN */", COLUMN_JS)
+
+# At each narrow window: tables wider than the text column (they would scroll and clip).
+TABLES_JS = r"""
+async () => {
+  // (the layout at the new width is computed when measured: no animation frame is awaited, as a
+  // tab that is not in front gets none)
+  /* COLUMN */
+  return [...column.querySelectorAll("table")].filter((t) => t.offsetParent !== null).map((t) => ({
+    head: (t.querySelector("th, td") || t).textContent.trim().slice(0, 60),
+    width: t.getBoundingClientRect().width, columnWidth,
+    clipped: t.parentElement.scrollWidth > t.parentElement.clientWidth + 1,
+  }));
+}
+""".replace("/* COLUMN */", COLUMN_JS)
 
 
-PAGES = _pages()
+def _clip(browser: Browser, session: str, selector: str) -> dict | None:
+    """The page rectangle of the first element matching ``selector`` (for a screenshot)."""
+    rect = browser.send(
+        "Runtime.evaluate",
+        {
+            "expression": f"(() => {{ const el = document.querySelector({json.dumps(selector)});"
+            " if (!el) return null; const r = el.getBoundingClientRect();"
+            " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width,"
+            " height: Math.min(r.height, 2000)}; })()",
+            "returnByValue": True,
+        },
+        session,
+    )["result"].get("value")
+    if not rect or rect["width"] < 1 or rect["height"] < 1:
+        return None
+    pad = 16
+    return {
+        "x": max(rect["x"] - pad, 0),
+        "y": max(rect["y"] - pad, 0),
+        "width": rect["width"] + 2 * pad,
+        "height": rect["height"] + 2 * pad,
+        "scale": 1,
+    }
 
 
-def _shot_name(page: str) -> str:
-    return page.removeprefix("book/").replace("/", "_") + ".png"
+def _screenshot(browser: Browser, session: str, path: Path, clip: dict | None = None) -> None:
+    params: dict[str, Any] = {"format": "png"}
+    if clip:
+        params.update(clip=clip, captureBeyondViewport=True)
+    data = browser.send("Page.captureScreenshot", params, session)["data"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(data))
+
+
+def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
+    """Open ``url`` in a new tab, let it settle, and return what ``MEASURE_JS`` and
+    ``TABLES_JS`` measured, the page's requests and its script errors (screenshots to ``shots``:
+    a file-name prefix)."""
+    start = time.perf_counter()
+    # each page in a window of its own: a tab behind another gets no animation frames
+    target = browser.send("Target.createTarget", {"url": "about:blank", "newWindow": True})[
+        "targetId"
+    ]
+    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+        "sessionId"
+    ]
+    try:
+        metrics = {"width": WIDE, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
+        browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
+        for domain in ("Page", "Network", "Runtime"):
+            browser.send(f"{domain}.enable", {}, session)
+        browser.send("Page.navigate", {"url": url}, session)
+        events = browser.events(session)
+        requests: list[str] = []
+        exceptions: list[str] = []
+        deadline = time.monotonic() + PAGE_TIMEOUT
+        while True:
+            event = events.get(timeout=max(deadline - time.monotonic(), 0.1))
+            method, params = event["method"], event.get("params", {})
+            if method == "Network.requestWillBeSent":
+                requests.append(params["request"]["url"])
+            elif method == "Runtime.exceptionThrown":
+                details = params["exceptionDetails"]
+                exceptions.append(
+                    (details.get("exception") or {}).get("description") or details["text"]
+                )
+            elif method == "Page.loadEventFired":
+                break
+        reply = browser.send(
+            "Runtime.evaluate",
+            {"expression": f"({MEASURE_JS})()", "awaitPromise": True, "returnByValue": True},
+            session,
+            timeout=PAGE_TIMEOUT,
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{url}: the measuring script failed: {reply['exceptionDetails']}")
+        result = reply["result"]["value"]
+        if shots is not None:
+            _screenshot(browser, session, shots.with_name(shots.name + ".png"))
+            figure = _clip(browser, session, ".cell_output img")
+            if figure:
+                _screenshot(browser, session, shots.with_name(shots.name + "-figure.png"), figure)
+        result["tables"] = []
+        for width in NARROW:
+            metrics["width"] = width
+            browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
+            tables = browser.send(
+                "Runtime.evaluate",
+                {"expression": f"({TABLES_JS})()", "awaitPromise": True, "returnByValue": True},
+                session,
+            )["result"]["value"]
+            result["tables"] += [{**table, "window": width} for table in tables]
+        if shots is not None and result["tables"]:
+            table = _clip(browser, session, "article table, [role=main] table")
+            shot = shots.with_name(shots.name + f"-table@{NARROW[-1]}.png")
+            _screenshot(browser, session, shot, table)
+        while not events.empty():  # requests made while the page settled
+            event = events.get_nowait()
+            if event["method"] == "Network.requestWillBeSent":
+                requests.append(event["params"]["request"]["url"])
+        result.update(requests=requests, exceptions=exceptions)
+        result["seconds"] = time.perf_counter() - start
+        return result
+    finally:
+        browser.send("Target.closeTarget", {"targetId": target})
 
 
 # ------------------------------------------------------------------------------------------------
-# Chromium
+# Judging a page
 
 
-def _chromium(args: list[str], timeout: float = 180) -> str:
-    with tempfile.TemporaryDirectory(prefix="iclgd-chromium-") as profile:
-        proc = subprocess.run(
-            [_require_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    if proc.returncode != 0:
-        raise AssertionError(
-            f"chromium {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
-        )
-    return proc.stdout
-
-
-def _render(page: str) -> tuple[str, str]:
-    url = (HTML_DIR / f"{page}.html").as_uri()
-    dom = _chromium(["--dump-dom", url])
-    shot = SHOTS_DIR / _shot_name(page)
-    _chromium(["--window-size=1280,1800", f"--screenshot={shot}", url])
-    return page, dom
-
-
-@pytest.fixture(scope="module")
-def rendered() -> dict[str, str]:
-    """DOM after MathJax ran, for every page of PAGES (screenshots are saved on the way)."""
-    _require_build()
-    _require_chromium()
-    SHOTS_DIR.mkdir(parents=True, exist_ok=True)
-    pages = [p for p in PAGES if (HTML_DIR / f"{p}.html").is_file()]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(_render, pages))
-
-
-# ------------------------------------------------------------------------------------------------
-# HTML parsing helpers
-
-
-class _Collector(HTMLParser):
-    """Collects ids, link targets, visible text and element counts of one HTML document."""
-
-    SKIP_TEXT = {
-        "script",
-        "style",
-        "pre",
-        "code",
-        "textarea",
-        "mjx-container",
-        "noscript",
-        "svg",
-        "title",
-    }
-    VOID = {
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "source",
-        "track",
-        "wbr",
-    }
-
+class _Ids(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
-        self.links: list[tuple[str, str, str]] = []  # (tag, attribute, value)
-        self.text: list[str] = []
-        self.imgs = 0
-        self.math = 0
-        self.mjx = 0
-        self._skip_stack: list[str] = []
+        self.links: list[tuple[str, str, str]] = []  # (tag[:rel], attribute, value)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -220,48 +454,137 @@ class _Collector(HTMLParser):
                 self.ids.add(attrs[key])
         for key in ("href", "src"):
             if attrs.get(key) is not None:
-                self.links.append((tag, key, attrs[key] or ""))
-        if tag == "link" and attrs.get("href") is not None:
-            self.links[-1] = ("link:" + (attrs.get("rel") or ""), "href", attrs["href"] or "")
-        classes = (attrs.get("class") or "").split()
-        if tag == "img":
-            self.imgs += 1
-        if tag in ("span", "div") and "math" in classes:
-            self.math += 1
-        if tag == "mjx-container":
-            self.mjx += 1
-        if tag in self.SKIP_TEXT or (tag == "div" and "highlight" in classes):
-            if tag not in self.VOID:
-                self._skip_stack.append(tag)
-        elif self._skip_stack and tag not in self.VOID:
-            self._skip_stack.append(tag)
-
-    def handle_endtag(self, tag):
-        if self._skip_stack:
-            # pop up to the matching tag (tolerates unclosed inner tags)
-            if tag in self._skip_stack:
-                while self._skip_stack and self._skip_stack.pop() != tag:
-                    pass
-
-    def handle_data(self, data):
-        if not self._skip_stack:
-            self.text.append(data)
-
-
-def _parse(text: str) -> _Collector:
-    c = _Collector()
-    c.feed(text)
-    c.close()
-    return c
+                rel = f":{attrs.get('rel') or ''}" if tag == "link" else ""
+                self.links.append((tag + rel, key, attrs[key] or ""))
 
 
 @cache
-def _parse_file(path: Path) -> _Collector:
-    return _parse(path.read_text(encoding="utf8", errors="replace"))
+def _parse_file(path: Path) -> _Ids:
+    parser = _Ids()
+    parser.feed(path.read_text(encoding="utf8", errors="replace"))
+    parser.close()
+    return parser
+
+
+def _link_problem(url: str, page: Path, page_ids: set[str]) -> str | None:
+    """Why a ``file:`` URL found on ``page`` is broken, or None."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    target = Path(unquote(parts.path))
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.exists():
+        return "missing file"
+    fragment = unquote(parts.fragment)
+    if not fragment or target.suffix != ".html":
+        return None
+    ids = page_ids if target.resolve() == page.resolve() else _parse_file(target.resolve()).ids
+    return None if fragment in ids else f"no id {fragment!r} in {target.name}"
+
+
+def problems(result: dict) -> dict[str, list[str]]:
+    """What is wrong with a page that ``inspect_page`` measured, by kind (empty lists: fine)."""
+    page = Path(unquote(urlsplit(result["url"]).path))
+    found: dict[str, list[str]] = {
+        "raw TeX": [],
+        "math": [],
+        "missing image": [],
+        "broken link": [],
+        "narrow figure": [],
+        "wide table": [],
+        "network": [],
+    }
+    for where, text, quote in result["texts"]:
+        for match in (RAW_MATH if quote else RAW_TEX).finditer(text):
+            start = max(match.start() - 40, 0)
+            found["raw TeX"].append(f"{match[0]!r} in {where}: ...{text[start : start + 100]}...")
+    found["math"] += [f"not typeset by MathJax: {t!r}" for t in result["untypeset"]]
+    found["math"] += [f"TeX error: {e}" for e in result["errors"]]
+    found["math"] += [f"undefined macro {m} (add it to _config.yml?)" for m in result["undefined"]]
+    found["missing image"] += [f"{img['src']}" for img in result["images"] if not img["loaded"]]
+    ids = set(result["ids"])
+    for tag, raw, url in result["links"]:
+        why = _link_problem(url, page, ids)
+        if why:
+            found["broken link"].append(f"<{tag} {raw!r}>: {why}")
+    for fig in result["figures"]:
+        if fig["width"] < MIN_FIGURE_FRACTION * result["columnWidth"]:
+            found["narrow figure"].append(
+                f"{fig['src']}: {fig['width']:.0f} px of a {result['columnWidth']:.0f} px column "
+                f"at a {WIDE} px window ({fig['width'] / result['columnWidth']:.0%} < "
+                f"{MIN_FIGURE_FRACTION:.0%})"
+            )
+    for table in result["tables"]:
+        if table["clipped"] or table["width"] > table["columnWidth"] + 1:
+            found["wide table"].append(
+                f"table starting {table['head']!r}: {table['width']:.0f} px in a "
+                f"{table['columnWidth']:.0f} px column at a {table['window']} px window"
+            )
+    found["network"] += sorted(
+        {u for u in result["requests"] if urlsplit(u).scheme not in ("file", "data", "about")}
+    )
+    return found
+
+
+def _report(result: dict, kinds: dict[str, list[str]]) -> str:
+    lines = [f"{result['url']}:"]
+    for kind, items in kinds.items():
+        lines += [f"  {kind}: {item}" for item in items[:15]]
+        if len(items) > 15:
+            lines.append(f"  {kind}: ... and {len(items) - 15} more")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------
-# Tests
+# The book
+
+
+def _book_pages() -> list[str]:
+    """Every page of the built site (paths under _build/html), plus a search with results."""
+    if not HTML_DIR.is_dir():
+        return []
+    internal = {"_static", "_sources", "_images", "_downloads", "reports"}
+    pages = [
+        p.relative_to(HTML_DIR).as_posix()
+        for p in sorted(HTML_DIR.rglob("*.html"))
+        if not internal & set(p.relative_to(HTML_DIR).parts)
+    ]
+    pages.remove("index.html")  # a redirect to the introduction (test_index_...)
+    return [*pages, f"search.html?q={SEARCH_QUERY}"]
+
+
+PAGES = _book_pages()
+
+
+def _shot_name(page: str) -> str:
+    return page.removeprefix("book/").replace("/", "_").replace(".html", "").replace("?q=", "-")
+
+
+@pytest.fixture(scope="module")
+def book() -> dict[str, dict]:
+    """Every page of PAGES, measured in the browser (screenshots saved on the way)."""
+    _require_build()
+    binary = _require_chromium()
+    browser = Browser(binary)
+    start = time.perf_counter()
+
+    def one(page: str) -> tuple[str, dict]:
+        path, _, query = page.partition("?")
+        url = (HTML_DIR / path).as_uri() + (f"?{query}" if query else "")
+        return page, inspect_page(browser, url, SHOTS_DIR / _shot_name(page))
+
+    try:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            results = dict(pool.map(one, PAGES))
+    finally:
+        browser.close()
+    slowest = max(results.items(), key=lambda item: item[1]["seconds"])
+    print(
+        f"\nbrowser check: {len(results)} pages in {time.perf_counter() - start:.1f} s "
+        f"({WORKERS} at once; slowest {slowest[0]} {slowest[1]['seconds']:.1f} s)"
+    )
+    return results
 
 
 def test_index_leads_to_the_introduction():
@@ -272,88 +595,60 @@ def test_index_leads_to_the_introduction():
     assert any((HTML_DIR / urlsplit(t).path).is_file() for t in targets), targets
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_math_is_rendered_by_mathjax(rendered, page):
-    if page not in rendered:
-        pytest.skip(f"{page}.html was not built (not in the toc yet?)")
-    static = _parse_file(HTML_DIR / f"{page}.html")
-    dom_text = rendered[page]
-    dom = _parse(dom_text)
-    if static.math:
-        assert dom.mjx >= static.math, (
-            f"{page}: {static.math} math elements in the HTML but only {dom.mjx} mjx-container "
-            "after MathJax ran (is _static/mathjax/tex-mml-chtml.js served? see mathjax_path)"
-        )
-    errors = re.findall(r'<mjx-merror[^>]*data-mjx-error="([^"]*)"', dom_text)
-    errors += re.findall(r"<merror[^>]*>(.*?)</merror>", dom_text)
-    assert not errors, f"{page}: MathJax errors: {errors[:5]}"
-    undefined = re.findall(r'<mtext mathcolor="red">(\\[^<]*)</mtext>', dom_text)
-    assert not undefined, (
-        f"{page}: undefined TeX macros (add them to mathjax3_config in _config.yml?): "
-        f"{sorted(set(undefined))}"
-    )
-    visible = html.unescape(" ".join(dom.text))
-    for raw in ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{"):
-        index = visible.find(raw)
-        assert index < 0, (
-            f"{page}: raw TeX {raw!r} left in the text: "
-            f"...{visible[max(0, index - 80) : index + 80]}..."
-        )
+def test_every_page_is_checked():
+    _require_build()
+    names = set(PAGES)
+    for page in ("book/api.html", "book/bibliography.html", "genindex.html", "search.html"):
+        assert page in names, f"{page} is not among the pages the browser opens"
+    assert len(PAGES) >= 15, PAGES
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_images_are_present(rendered, page):
-    if page not in rendered:
-        pytest.skip(f"{page}.html was not built (not in the toc yet?)")
-    static = _parse_file(HTML_DIR / f"{page}.html")
-    dom = _parse(rendered[page])
-    assert dom.imgs >= static.imgs, (
-        f"{page}: {static.imgs} <img> in the HTML, {dom.imgs} in the DOM"
-    )
+@pytest.mark.parametrize("page", PAGES or ["(book not built)"])
+def test_page_reads_well(book, page):
+    result = book[page]
+    kinds = problems(result)
+    assert not any(kinds.values()), _report(result, kinds)
+    if page.endswith(".html") and _parse_file(HTML_DIR / page).ids:
+        assert result["math"] == 0 or not result["untypeset"]
 
 
-def test_screenshots_were_taken(rendered):
-    for page in rendered:
-        shot = SHOTS_DIR / _shot_name(page)
+def test_pages_run_without_script_errors(book):
+    errors = {page: r["exceptions"] for page, r in book.items() if r["exceptions"]}
+    assert not errors, json.dumps(errors, indent=1)[:3000]
+
+
+def test_screenshots_were_taken(book):
+    for page in book:
+        shot = SHOTS_DIR / f"{_shot_name(page)}.png"
         assert shot.is_file() and shot.stat().st_size > 10_000, f"no screenshot for {page}: {shot}"
 
 
-def _html_files() -> list[Path]:
-    return sorted(
-        p for p in HTML_DIR.rglob("*.html") if "_static" not in p.relative_to(HTML_DIR).parts
-    )
-
-
-def test_no_broken_internal_links():
+def test_no_broken_links_in_the_html_files():
+    """The HTML as written (before any script ran): every local href/src of every file."""
     _require_build()
-    broken: list[str] = []
-    for page in _html_files():
-        doc = _parse_file(page)
+    broken = []
+    for page in ["index.html", *PAGES[:-1]]:
+        path = HTML_DIR / page
+        doc = _parse_file(path)
         for tag, attr, value in doc.links:
             value = value.strip()
             if not value or value.startswith(("data:", "javascript:", "mailto:", "tel:")):
                 continue
-            parts = urlsplit(value)
-            if parts.scheme or value.startswith("//"):
-                continue  # external: not checked (no network)
-            target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
-            if target.is_dir():
-                target = target / "index.html"
-            where = f"{page.relative_to(HTML_DIR)}: <{tag} {attr}={value!r}>"
-            if not target.exists():
-                broken.append(f"{where} -> missing file")
+            if urlsplit(value).scheme or value.startswith("//"):
                 continue
-            fragment = unquote(parts.fragment)
-            if fragment and target.suffix == ".html" and fragment not in _parse_file(target).ids:
-                broken.append(f"{where} -> no id {fragment!r} in {target.relative_to(HTML_DIR)}")
+            why = _link_problem(urljoin(path.as_uri(), value), path, doc.ids)
+            if why:
+                broken.append(f"{path.relative_to(HTML_DIR)}: <{tag} {attr}={value!r}>: {why}")
     assert not broken, f"{len(broken)} broken internal links:\n" + "\n".join(broken[:50])
 
 
 def test_no_resource_is_loaded_from_the_network():
+    """The HTML as written: no script, style sheet, image or font from another host."""
     _require_build()
-    remote: list[str] = []
-    for page in _html_files():
-        for tag, attr, value in _parse_file(page).links:
+    remote = []
+    for page in ["index.html", *PAGES[:-1]]:
+        path = HTML_DIR / page
+        for tag, attr, value in _parse_file(path).links:
             is_resource = tag in ("script", "img", "iframe", "source", "video", "audio") or (
                 tag.startswith("link:")
                 and any(r in tag for r in ("stylesheet", "preload", "icon", "modulepreload"))
@@ -361,7 +656,75 @@ def test_no_resource_is_loaded_from_the_network():
             if is_resource and (
                 urlsplit(value).scheme in ("http", "https") or value.startswith("//")
             ):
-                remote.append(f"{page.relative_to(HTML_DIR)}: <{tag} {attr}={value!r}>")
+                remote.append(f"{path.relative_to(HTML_DIR)}: <{tag} {attr}={value!r}>")
     assert not remote, "pages load resources from the network:\n" + "\n".join(
         sorted(set(remote))[:50]
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# The check itself, on a small fixture page (no book build needed)
+
+DEFECTS = {
+    # kind: (text in tests/fixtures/book_page.html, its replacement)
+    "raw TeX": (
+        "<li>Figures</li>",
+        '<li><a href="#figures">What happens as C \\to \\infty</a></li>',
+    ),
+    "missing image": ('<img alt="logo" src="figure.svg"', '<img alt="logo" src="no_such.svg"'),
+    "broken link": ('<a href="#setting">setting</a>', '<a href="#no-such-section">setting</a>'),
+    "narrow figure": ('class="figure" style="width: 100%"', 'class="figure" style="width: 60%"'),
+    "wide table": ("<td>the claim</td>", "<td>" + "the_claim_" * 30 + "</td>"),
+}
+
+
+@pytest.fixture(scope="module")
+def fixture_browser():
+    browser = Browser(_require_chromium())
+    yield browser
+    browser.close()
+
+
+def _fixture_result(browser: Browser, tmp_path: Path, edit: tuple[str, str] | None) -> dict:
+    """The fixture page, edited (``(old, new)``), in a copy of tests/fixtures beside a link to
+    book/ (for its MathJax), measured in the browser."""
+    source = (FIXTURES / "book_page.html").read_text(encoding="utf8")
+    if edit is not None:
+        old, new = edit
+        assert source.count(old) == 1, f"the fixture lost its {old!r}"
+        source = source.replace(old, new)
+    (tmp_path / "book").symlink_to(REPO / "book")
+    pages = tmp_path / "tests" / "fixtures"
+    pages.mkdir(parents=True)
+    for path in FIXTURES.iterdir():
+        if path.name != "book_page.html":
+            (pages / path.name).symlink_to(path)
+    (pages / "book_page.html").write_text(source, encoding="utf8")
+    return inspect_page(browser, (pages / "book_page.html").as_uri())
+
+
+def test_the_check_passes_the_fixture_page(fixture_browser, tmp_path):
+    result = _fixture_result(fixture_browser, tmp_path, None)
+    kinds = problems(result)
+    assert not any(kinds.values()), _report(result, kinds)
+    assert result["math"] >= 3 and not result["untypeset"], "the fixture's math was not typeset"
+    assert result["figures"] and result["tables"], "the fixture lost its figure or its table"
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_the_check_fails_on(fixture_browser, tmp_path, defect):
+    kinds = problems(_fixture_result(fixture_browser, tmp_path, DEFECTS[defect]))
+    assert kinds[defect], f"the check missed a {defect}: {kinds}"
+    others = {kind: items for kind, items in kinds.items() if items and kind != defect}
+    assert not others, f"a {defect} was also reported as something else: {others}"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["\\(y_q\\)", "$$x^2$$", "\\[ x \\]", "\\begin{align} x \\end{align}", "$\\lVert w\\rVert$"],
+)
+def test_the_check_fails_on_raw_tex_outside_math(fixture_browser, tmp_path, raw):
+    """TeX where MathJax does not look (a class it ignores) stays raw: each form is caught."""
+    edit = ("<li>Figures</li>", f'<li class="tex2jax_ignore mathjax_ignore">{raw}</li>')
+    kinds = problems(_fixture_result(fixture_browser, tmp_path, edit))
+    assert kinds["raw TeX"], f"the check missed raw TeX {raw!r}: {kinds}"
