@@ -61,8 +61,10 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
         raise ValueError(
             f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
         )
-    den = jnp.linalg.norm(a, axis=-1) * jnp.linalg.norm(b, axis=-1)
-    return jnp.where(den > 0, jnp.sum(a * b, -1) / jnp.where(den > 0, den, 1.0), 0.0)
+    a2, b2 = jnp.sum(a * a, -1), jnp.sum(b * b, -1)
+    ok = (a2 > 0) & (b2 > 0)
+    safe = lambda s: jnp.sqrt(jnp.where(ok, s, 1.0))  # no NaN in the value nor the gradient
+    return jnp.where(ok, jnp.sum(a * b, -1) / (safe(a2) * safe(b2)), 0.0)
 
 
 def _check_predictor(name: str, f) -> None:

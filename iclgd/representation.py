@@ -568,7 +568,7 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
     """
     spec = check_spec(spec)
     G, R = _gram_rhs(spec)
-    _check_gram(G)
+    _check_gram(G, spec)
     return _solve(G, R)
 
 
@@ -581,11 +581,13 @@ def _gram_rhs(spec) -> tuple[jax.Array, jax.Array]:
     return G, R
 
 
-def _check_gram(G) -> None:
-    """``G`` must be positive definite in its dtype (relative eigenvalue floor, see
-    :func:`iclgd.checks.spd_matrix`), else solving with it returns garbage or NaN."""
+def _check_gram(G, spec) -> None:
+    """``G`` must be positive definite (relative eigenvalue floor, see
+    :func:`iclgd.checks.spd_matrix`) in the coarser of its dtype and that of ``Z`` (a float32 ``Z``
+    fixes ``G`` to float32 accuracy only), else solving with it returns garbage or NaN."""
+    dt = max(np.dtype(G.dtype), np.dtype(spec.Z.dtype), key=lambda t: np.finfo(t).eps)
     hint = "spec needs tau > 0, or N <= m and Z of full column rank"
-    v.spd_matrix("Z^T Z + m tau I_N (of spec)", G, dtype=G.dtype, hint=hint)
+    v.spd_matrix("Z^T Z + m tau I_N (of spec)", G, dtype=dt, hint=hint)
 
 
 _solve = jax.jit(jnp.linalg.solve)
@@ -621,7 +623,7 @@ def optimal_loss(spec: RepresentationSpec) -> jax.Array:
             f"{float(np.abs(np.asarray(spec.lam_mean)).max())}"
         )
     G, R = _gram_rhs(spec)
-    _check_gram(G)
+    _check_gram(G, spec)
     return _optimal_loss(spec, G, R)
 
 

@@ -62,6 +62,8 @@ def bayes_risk(
     check_prior(prior)
     C = v.positive_int("C", C)
     n_mc = v.positive_int("n_mc", n_mc, 2)
+    if key is not None:
+        v.prng_key("key", key)
     d = prior.d
     S = np.asarray(prior.Sigma, np.float64)
     Om = np.asarray(prior.Omega, np.float64)
@@ -77,7 +79,7 @@ def bayes_risk(
     if s2 == 0.0 and om_pd and iso:
         return BayesRisk((1.0 - C / d) * float(np.trace(S @ Om)), 0.0, "closed form")
     # General case: Rao-Blackwellised Monte Carlo over X.
-    key = jax.random.key(0) if key is None else v.prng_key("key", key)
+    key = jax.random.key(0) if key is None else key
     LS = np.linalg.cholesky((S + S.T) / 2)
     vals = []
     chunk = 20_000
