@@ -1,179 +1,618 @@
-"""Bad input to iclgd raises ValueError naming the argument and what was expected."""
+"""Bad input to iclgd raises an error naming the argument and what was expected -- never a NaN.
+
+One table per category: NaN/Inf, dtypes, PRNG keys, containers, degenerate sizes, near-singular
+matrices. Each case is ``(id, call, exception type, regex of the message)`` and asserts the raise
+with ``pytest.raises``, so that no case can pass on a silent NaN. A wrong *type* raises
+``iclgd.checks.ArgumentTypeError`` (a ``TypeError``, also a ``ValueError``); a wrong *value*
+raises ``ValueError``. The edge cases at the end must work.
+"""
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import iclgd
-from iclgd import baselines, config, tasks
+from iclgd import baselines, config, exact, lsa_sweep, metrics, representation, tasks
+from iclgd import checks as v
 from iclgd import training as train
-from iclgd.models import lsa
+from iclgd.models import linear_transformer as lt
+from iclgd.models import lsa, softmax, transformer
+from iclgd.symbolic import calculus, gd_step
 
+NAN, INF = float("nan"), float("inf")
 KEY = jax.random.key(0)
 PRIOR = tasks.make_prior(3)
-TB = tasks.sample_tasks(KEY, PRIOR, 4, 2)
+TB = tasks.sample_tasks(KEY, PRIOR, 4, 2)  # B = 2, C = 4, d = 3
+E = tasks.embed(TB)
 P = lsa.init_lsa(KEY, 3, 2)
+YQ = lsa.init_yq_lsa(KEY, 3)
+EX = exact.prepare(tasks.make_prior(2), 3)  # d = 2
+P2 = lsa.init_lsa(KEY, 2, 1)
+TB2 = tasks.sample_tasks(KEY, tasks.make_prior(2), 3, 2)  # B = 2, n = 3, d = 2
+Z0 = tasks.embed_zero_query(TB2)
+LTP = lt.init_linear_transformer(KEY, 2, 2)
+A1 = jnp.zeros((1, 2, 2))
+SPEC = representation.make_representation_spec(KEY, K=6, d=3, m=2, N=3, tau=0.1)
+RB = representation.sample_representation_tasks(KEY, SPEC, 2)
+SMP = softmax.init_softmax(KEY, 3, 6, 2)
+TRP = transformer.init_transformer(KEY, 4, d_model=8, H=2, d_ff=8, L=1)
+INPUTS = jnp.swapaxes(RB.E, 1, 2)  # (2, 6, 4)
+SWEEP = lsa_sweep.LSASweep(2, 3, 4, [lsa_sweep.SweepConfig(1)])
+SP = SWEEP.init(KEY)
+LOSS = train.sampled_loss(iclgd.models.lsa_model(3, 2), PRIOR, 4, 8)
+FINITE = "must contain only finite values"
+ATE = v.ArgumentTypeError
 
 
-def _bad_params():
-    p = dict(P)
-    p["WV"] = jnp.zeros((2, 3, 3))
-    return p
+def put(x, value, idx=0):
+    """``x`` with its first (or ``idx``) entry replaced by ``value``."""
+    x = jnp.asarray(x)
+    return x.at[(idx,) * x.ndim if isinstance(idx, int) else idx].set(value)
 
 
-CASES = [
-    # (description, callable, regex the message must match)
-    ("d = 0", lambda: tasks.make_prior(0), r"d must be an integer >= 1"),
-    ("d not an int", lambda: tasks.make_prior(2.5), r"d must be an integer"),
-    ("mu wrong length", lambda: tasks.make_prior(3, mu=jnp.ones(2)), r"mu must have shape \(3,\)"),
-    (
-        "mu with NaN",
-        lambda: tasks.make_prior(2, mu=jnp.array([0.0, jnp.nan])),
-        r"mu must contain only finite",
-    ),
-    (
-        "Sigma not square",
-        lambda: tasks.make_prior(2, Sigma=jnp.ones((2, 3))),
-        r"Sigma must be a square matrix of shape \(2, 2\)",
-    ),
-    (
-        "Sigma wrong size",
-        lambda: tasks.make_prior(2, Sigma=jnp.eye(3)),
-        r"Sigma must be a square matrix of shape \(2, 2\)",
-    ),
-    (
-        "Sigma not PD",
-        lambda: tasks.make_prior(2, Sigma=jnp.array([[1.0, 2.0], [2.0, 1.0]])),
-        r"Sigma must be positive definite",
-    ),
-    (
-        "Sigma not symmetric",
-        lambda: tasks.make_prior(2, Sigma=jnp.array([[1.0, 0.5], [0.0, 1.0]])),
-        r"Sigma must be symmetric",
-    ),
-    (
-        "Omega not PSD",
-        lambda: tasks.make_prior(2, Omega=-jnp.eye(2)),
-        r"Omega must be positive semi-definite",
-    ),
-    (
-        "negative noise",
-        lambda: tasks.make_prior(2, noise_std=-0.1),
-        r"noise_std must be a finite number >= 0",
-    ),
-    ("C < 1", lambda: tasks.sample_tasks(KEY, PRIOR, 0, 5), r"C must be an integer >= 1"),
-    ("batch < 1", lambda: tasks.sample_tasks(KEY, PRIOR, 3, 0), r"batch must be an integer >= 1"),
-    (
-        "prior not a Prior",
-        lambda: tasks.sample_tasks(KEY, {"mu": 0}, 3, 2),
-        r"prior must be an iclgd.tasks.Prior",
-    ),
-    ("y_q wrong shape", lambda: tasks.embed(TB, jnp.zeros(5)), r"y_q must have shape \(2,\)"),
-    (
-        "guess wrong shape",
-        lambda: tasks.linear_guess(TB.x_q, jnp.ones(4)),
-        r"guess must have shape \(3,\)",
-    ),
-    ("H < 1", lambda: lsa.init_lsa(KEY, 3, 0), r"H must be an integer >= 1"),
-    (
-        "negative init_std",
-        lambda: lsa.init_lsa(KEY, 3, 1, -1.0),
-        r"init_std must be a finite number >= 0",
-    ),
-    (
-        "params for other d",
-        lambda: lsa.lsa_predict(lsa.init_lsa(KEY, 2, 1), tasks.embed(TB)),
-        r"params\['WK'\] must have shape \(H, 4, 4\)",
-    ),
-    (
-        "params inconsistent heads",
-        lambda: lsa.lsa_predict(_bad_params(), tasks.embed(TB)),
-        r"params\['WV'\] must have shape \(2, 4, 4\)",
-    ),
-    (
-        "params missing key",
-        lambda: lsa.lsa_predict({"WK": 1}, tasks.embed(TB)),
-        r"params must be a dict with keys",
-    ),
-    (
-        "E not 3-D",
-        lambda: lsa.lsa_predict(P, jnp.zeros((4, 5))),
-        r"E must have shape \(B, d\+1, C\+1\)",
-    ),
-    (
-        "E without context",
-        lambda: lsa.lsa_predict(P, jnp.zeros((2, 4, 1))),
-        r"E must have shape \(B, d\+1, C\+1\) with d >= 1 and C >= 1",
-    ),
-    (
-        "gd_weights w0 not a vector",
-        lambda: lsa.gd_weights(jnp.ones((2, 2)), 0.1),
-        r"w0 must have shape \(d,\)",
-    ),
-    (
-        "gd_weights eta NaN",
-        lambda: lsa.gd_weights(jnp.ones(2), float("nan")),
-        r"eta must be a finite number",
-    ),
-    (
-        "yq-LSA w wrong shape",
-        lambda: lsa.yq_lsa_predict({"attn": lsa.init_lsa(KEY, 3), "w": jnp.ones(2)}, TB),
-        r"params\['w'\] must have shape \(3,\)",
-    ),
-    (
-        "mse shape mismatch",
-        lambda: iclgd.mse(jnp.zeros(3), jnp.zeros(4)),
-        r"pred and target must have the same shape",
-    ),
-    (
-        "gd_one_step X 2-D",
-        lambda: baselines.gd_one_step(TB.X[0], TB.y, TB.x_q, jnp.zeros(3), 0.1),
-        r"X must have shape \(B, C, d\)",
-    ),
-    (
-        "gd_one_step y mismatched",
-        lambda: baselines.gd_one_step(TB.X, TB.y[:, :2], TB.x_q, jnp.zeros(3), 0.1),
-        r"y must have shape \(2, 4\)",
-    ),
-    (
-        "gd_one_step w0 mismatched",
-        lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, jnp.zeros(2), 0.1),
-        r"w0 must have shape \(3,\) or \(2, 3\)",
-    ),
-    (
-        "ridge reg < 0",
-        lambda: baselines.ridge(TB.X, TB.y, TB.x_q, -1.0),
-        r"reg must be a finite number >= 0",
-    ),
-    (
-        "bayes prior of other d",
-        lambda: baselines.bayes_posterior_mean(TB, tasks.make_prior(2)),
-        r"prior must have dimension d = 3",
-    ),
-    ("unknown optimizer", lambda: train.make_optimizer("rmsprop"), r"optimizer must be one of"),
-    ("learning rate 0", lambda: train.make_optimizer("adam", 0.0), r"learning_rate must be > 0"),
-    (
-        "steps 0",
-        lambda: train.train(lambda p, k: 0.0, P, KEY, steps=0),
-        r"steps must be an integer >= 1",
-    ),
-    (
-        "evaluate n_batches 1",
-        lambda: train.evaluate(lambda p, k: 0.0, P, KEY, 1),
-        r"n_batches must be an integer >= 2",
-    ),
-    (
-        "sampled_loss C 0",
-        lambda: train.sampled_loss(lambda p, t: t.y_target, PRIOR, 0, 4),
-        r"C must be an integer >= 1",
-    ),
-]
+def leaf(params: dict, k: str, value):
+    """``params`` with leaf ``k`` replaced by ``value``."""
+    return {**params, k: value}
 
 
-@pytest.mark.parametrize("desc,call,match", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_raises_value_error(desc, call, match):
-    with pytest.raises(ValueError, match=match):
+def run_train(**kw):
+    return train.train(
+        LOSS, kw.pop("params", P), kw.pop("key", KEY), steps=kw.pop("steps", 2), **kw
+    )
+
+
+def sym_risk():
+    import sympy as sp
+
+    a = sp.Symbol("a")
+    return calculus.lambdify_risk((a - 1) ** 2, [a], backend="numpy")
+
+
+# ----------------------------------------------------------------------------------------------
+# NaN and Inf, in arrays and scalars
+# ----------------------------------------------------------------------------------------------
+
+NAN_INF = [
+    ("make_prior mu", lambda: tasks.make_prior(2, mu=[0.0, NAN]), ValueError, f"mu {FINITE}"),
+    ("make_prior Sigma", lambda: tasks.make_prior(2, Sigma=put(np.eye(2), INF)), ValueError,
+     f"Sigma {FINITE}"),
+    ("make_prior Omega", lambda: tasks.make_prior(2, Omega=put(np.eye(2), NAN)), ValueError,
+     f"Omega {FINITE}"),
+    ("make_prior noise_std", lambda: tasks.make_prior(2, noise_std=INF), ValueError,
+     "noise_std must be a finite number >= 0"),
+    ("sample_tasks prior.mu", lambda: tasks.sample_tasks(KEY, PRIOR._replace(mu=put(PRIOR.mu, NAN)),
+     4, 2), ValueError, rf"prior\.mu {FINITE}"),
+    ("embed tasks.X", lambda: tasks.embed(TB._replace(X=put(TB.X, NAN))), ValueError,
+     rf"tasks\.X {FINITE}, got nan at index \(0, 0, 0\)"),
+    ("embed y_q", lambda: tasks.embed(TB, [0.0, INF]), ValueError, f"y_q {FINITE}"),
+    ("linear_guess guess", lambda: tasks.linear_guess(TB.x_q, [0.0, NAN, 0.0]), ValueError,
+     f"guess {FINITE}"),
+    ("linear_guess bias", lambda: tasks.linear_guess(TB.x_q, None, INF), ValueError,
+     "bias must be a finite number"),
+    ("lsa_predict params", lambda: lsa.lsa_predict(leaf(P, "WQ", put(P["WQ"], NAN)), E),
+     ValueError, rf"params\['WQ'\] {FINITE}"),
+    ("lsa_predict E", lambda: lsa.lsa_predict(P, put(E, INF)), ValueError, f"E {FINITE}"),
+    ("gd_weights w0", lambda: lsa.gd_weights([1.0, NAN], 0.1), ValueError, f"w0 {FINITE}"),
+    ("gd_weights eta", lambda: lsa.gd_weights([1.0, 0.0], INF), ValueError,
+     "eta must be a finite number"),
+    ("lsa_model guess", lambda: iclgd.models.lsa_model(3, guess=[NAN, 0, 0]), ValueError,
+     f"guess {FINITE}"),
+    ("yq_lsa_predict w", lambda: lsa.yq_lsa_predict(leaf(YQ, "w", put(YQ["w"], NAN)), TB),
+     ValueError, rf"params\['w'\] {FINITE}"),
+    ("mse pred", lambda: metrics.mse(put(jnp.zeros(3), NAN), jnp.zeros(3)), ValueError,
+     f"pred {FINITE}"),
+    ("cosine a", lambda: metrics.cosine(put(jnp.ones(3), INF), jnp.ones(3)), ValueError,
+     f"a {FINITE}"),
+    ("gd_one_step X", lambda: baselines.gd_one_step(put(TB.X, NAN), TB.y, TB.x_q, jnp.zeros(3),
+     0.1), ValueError, f"X {FINITE}"),
+    ("gd_one_step eta", lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, jnp.zeros(3), NAN),
+     ValueError, "eta must be a finite number"),
+    ("gd_one_step w0", lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, [0.0, INF, 0.0], 0.1),
+     ValueError, f"w0 {FINITE}"),
+    ("ridge reg", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, INF), ValueError,
+     "reg must be a finite number >= 0"),
+    ("ridge y", lambda: baselines.ridge(TB.X, put(TB.y, NAN), TB.x_q, 0.1), ValueError,
+     f"y {FINITE}"),
+    ("bayes tasks.x_q", lambda: baselines.bayes_posterior_mean(TB._replace(x_q=put(TB.x_q, NAN)),
+     PRIOR), ValueError, rf"tasks\.x_q {FINITE}"),
+    ("train params", lambda: run_train(params=leaf(P, "WK", put(P["WK"], NAN))), ValueError,
+     rf"params\['WK'\] {FINITE}"),
+    ("train learning_rate", lambda: run_train(learning_rate=NAN), ValueError,
+     "learning_rate must be a finite number >= 0"),
+    ("evaluate params", lambda: train.evaluate(LOSS, leaf(P, "WP", put(P["WP"], INF)), KEY),
+     ValueError, rf"params\['WP'\] {FINITE}"),
+    ("exact.lsa_risk params", lambda: exact.lsa_risk(leaf(P2, "WV", put(P2["WV"], NAN)), EX),
+     ValueError, rf"params\['WV'\] {FINITE}"),
+    ("exact.gd_risk eta", lambda: exact.gd_risk(EX, NAN), ValueError, f"eta {FINITE}"),
+    ("exact.gd_optimal w0", lambda: exact.gd_optimal(EX, [NAN, 0.0]), ValueError, f"w0 {FINITE}"),
+    ("exact.predictor_risk Mt", lambda: exact.predictor_risk(put(jnp.zeros((3, 3, 3)), INF),
+     jnp.zeros(3), EX), ValueError, f"Mt {FINITE}"),
+    ("exact.closed_form w_star", lambda: exact.multihead_lsa_closed_form(2, 3, [1.0, NAN]),
+     ValueError, f"w_star {FINITE}"),
+    ("exact.best_multihead_lsa bias", lambda: exact.best_multihead_lsa(EX, None, NAN), ValueError,
+     "y_q_bias must be a finite number"),
+    ("exact.risk64 params", lambda: exact.risk64(exact.lsa_risk, leaf(P2, "WK", put(P2["WK"],
+     INF)), EX), ValueError, rf"params\['WK'\] {FINITE}"),
+    ("exact.gaussian_moments mu", lambda: exact.gaussian_moments([NAN, 0.0], np.eye(2), np.eye(2),
+     0.0, 3), ValueError, f"mu {FINITE}"),
+    ("exact.fold_last_row M", lambda: exact.fold_last_row(put(np.zeros((3, 3, 3)), NAN)),
+     ValueError, f"M {FINITE}"),
+    ("lt.preconditioned_gd A_list", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+     put(A1, INF)), ValueError, f"A_list {FINITE}"),
+    ("lt.sparse_predict Z0", lambda: lt.sparse_predict({"A": A1}, put(Z0, NAN)), ValueError,
+     f"Z0 {FINITE}"),
+    ("lt.theorem1 Sigma", lambda: lt.theorem1_optimal_A(put(np.eye(2), NAN), 5), ValueError,
+     f"Sigma {FINITE}"),
+    ("softmax_predict y", lambda: softmax.softmax_predict(SMP, SPEC, put(RB.y, NAN)), ValueError,
+     f"y {FINITE}"),
+    ("attention_matrix params", lambda: softmax.attention_matrix(leaf(SMP, "Q", put(SMP["Q"], INF)),
+     SPEC), ValueError, rf"params\['Q'\] {FINITE}"),
+    ("population_loss_from_A", lambda: softmax.population_loss_from_A(put(jnp.zeros((3, 6)), NAN),
+     SPEC), ValueError, f"A_hat {FINITE}"),
+    ("transformer inputs", lambda: transformer.transformer_predict(TRP, put(INPUTS, NAN)),
+     ValueError, f"inputs {FINITE}"),
+    ("transformer params", lambda: transformer.transformer_predict({**TRP, "layers": leaf(
+     TRP["layers"], "W1", put(TRP["layers"]["W1"], NAN))}, INPUTS), ValueError,
+     rf"params\['layers'\]\['W1'\] {FINITE}"),
+    ("layer_norm x", lambda: transformer.layer_norm(put(jnp.ones((2, 4)), INF), jnp.ones(4),
+     jnp.zeros(4)), ValueError, f"x {FINITE}"),
+    ("ridge_eq20 Z", lambda: representation.ridge_eq20(put(SPEC.Z, NAN), RB.y, 0.1), ValueError,
+     f"Z {FINITE}"),
+    ("spec features", lambda: representation.make_representation_spec(KEY, 6, 3, 2, 3, 0.1,
+     features=put(np.ones((6, 2)), NAN)), ValueError, f"features {FINITE}"),
+    ("sample_lambda lam_mean", lambda: representation.sample_lambda(KEY, SPEC, 2, lam_mean=INF),
+     ValueError, f"lam_mean {FINITE}"),
+    ("representation_labels lam", lambda: representation.representation_labels(KEY, SPEC,
+     put(jnp.zeros((2, 2)), NAN)), ValueError, f"lam {FINITE}"),
+    ("y_star spec.Z", lambda: representation.y_star(SPEC._replace(Z=put(SPEC.Z, NAN)), RB.y),
+     ValueError, rf"spec\.Z {FINITE}"),
+    ("lambdify theta", lambda: sym_risk()(np.array([NAN])), ValueError, f"theta {FINITE}"),
+    ("symbolic eta", lambda: gd_step.gd_weights_expr([1, 2], NAN), ValueError,
+     "eta must be a finite number"),
+    ("along_ones s2", lambda: lsa_sweep.along_ones(2, INF), ValueError,
+     "s2 must be a finite number >= 0"),
+    ("LSASweep.exact_risk P", lambda: SWEEP.exact_risk(leaf(SP, "WK", put(SP["WK"], NAN)), 0),
+     ValueError, rf"P\['WK'\] {FINITE}"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# dtypes: complex, bool, string and key arrays; strings, bools and floats where numbers are due
+# ----------------------------------------------------------------------------------------------
+
+REAL = r"must be a real \(float or integer\) array, got dtype"
+DTYPES = [
+    ("make_prior mu complex", lambda: tasks.make_prior(2, mu=np.ones(2) * 1j), ATE, f"mu {REAL}"),
+    ("make_prior Sigma bool", lambda: tasks.make_prior(2, Sigma=np.eye(2, dtype=bool)), ATE,
+     f"Sigma {REAL} bool"),
+    ("make_prior mu strings", lambda: tasks.make_prior(2, mu=np.array(["a", "b"])), ATE,
+     f"mu {REAL}"),
+    ("make_prior d string", lambda: tasks.make_prior("3"), ATE, "d must be an integer >= 1"),
+    ("make_prior d float", lambda: tasks.make_prior(2.5), ATE, "d must be an integer >= 1"),
+    ("make_prior d bool", lambda: tasks.make_prior(True), ATE, "d must be an integer >= 1"),
+    ("make_prior noise_std string", lambda: tasks.make_prior(2, noise_std="0.1"), ATE,
+     "noise_std must be a finite number >= 0"),
+    ("make_prior noise_std complex", lambda: tasks.make_prior(2, noise_std=1j), ATE,
+     "noise_std must be a finite number >= 0"),
+    ("sample_tasks C float", lambda: tasks.sample_tasks(KEY, PRIOR, 3.0, 2), ATE,
+     "C must be an integer >= 1"),
+    ("embed y_q complex", lambda: tasks.embed(TB, jnp.ones(2) * 1j), ATE, f"y_q {REAL}"),
+    ("lsa_predict E bool", lambda: lsa.lsa_predict(P, jnp.ones((2, 4, 5), bool)), ATE,
+     f"E {REAL} bool"),
+    ("lsa_predict params complex", lambda: lsa.lsa_predict(leaf(P, "WK", P["WK"] * 1j), E), ATE,
+     rf"params\['WK'\] {REAL} complex"),
+    ("init_lsa init_std complex", lambda: lsa.init_lsa(KEY, 3, 1, 1j), ATE,
+     "init_std must be a finite number >= 0"),
+    ("gd_one_step X strings", lambda: baselines.gd_one_step(np.full((2, 4, 3), "x"), TB.y, TB.x_q,
+     jnp.zeros(3), 0.1), ATE, f"X {REAL}"),
+    ("ridge reg string", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, "1"), ATE,
+     "reg must be a finite number >= 0"),
+    ("mse complex", lambda: metrics.mse(jnp.ones(3) * 1j, jnp.zeros(3)), ATE, f"pred {REAL}"),
+    ("train learning_rate string", lambda: run_train(learning_rate="0.1"), ATE,
+     "learning_rate must be a finite number >= 0"),
+    ("train steps float", lambda: run_train(steps=2.0), ATE, "steps must be an integer >= 1"),
+    ("exact.gd_risk eta string", lambda: exact.gd_risk(EX, "0.1"), ATE, f"eta {REAL}"),
+    ("softmax_predict y complex", lambda: softmax.softmax_predict(SMP, SPEC, RB.y * 1j), ATE,
+     f"y {REAL}"),
+    ("transformer causal string", lambda: transformer.transformer_predict(TRP, INPUTS, "yes"),
+     ATE, "causal must be a bool"),
+    ("lt.preconditioned_gd A_list keys", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+     jax.random.split(KEY, 4).reshape(1, 2, 2)), ATE, f"A_list {REAL} key"),
+    ("ridge_eq25 tau string", lambda: representation.ridge_eq25(SPEC.Z, RB.y, "0.1"), ATE,
+     "tau must be a finite number >= 0"),
+    ("theorem1 n float", lambda: lt.theorem1_optimal_A(np.eye(2), 5.0), ATE,
+     "n must be an integer >= 1"),
+    ("exact.prepare C bool", lambda: exact.prepare(PRIOR, True), ATE, "C must be an integer"),
+    ("best_lsa H array", lambda: exact.best_lsa(EX, np.ones(2, int)), ATE,
+     "H must be an integer >= 1"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# PRNG keys: an int, a float, a non-key array, a batch where one key is due
+# ----------------------------------------------------------------------------------------------
+
+PASS_KEY = r"must be a (single )?JAX PRNG key: pass jax\.random\.key\(seed\)"
+ONE_KEY = r"must be a single JAX PRNG key, got a batch of keys of shape \(3,\)"
+KEYS = [
+    ("sample_tasks int", lambda: tasks.sample_tasks(0, PRIOR, 4, 2), ATE, f"key {PASS_KEY}"),
+    ("sample_tasks float", lambda: tasks.sample_tasks(0.5, PRIOR, 4, 2), ATE, f"key {PASS_KEY}"),
+    ("sample_tasks float array", lambda: tasks.sample_tasks(np.zeros(2), PRIOR, 4, 2), ATE,
+     f"key {PASS_KEY}"),
+    ("sample_tasks int32 pair", lambda: tasks.sample_tasks(np.zeros(2, np.int32), PRIOR, 4, 2),
+     ATE, f"key {PASS_KEY}"),
+    ("sample_tasks batch", lambda: tasks.sample_tasks(jax.random.split(KEY, 3), PRIOR, 4, 2), ATE,
+     f"key {ONE_KEY}"),
+    ("sample_tasks raw batch", lambda: tasks.sample_tasks(jax.random.split(jax.random.PRNGKey(0),
+     3), PRIOR, 4, 2), ATE, f"key {ONE_KEY}"),
+    ("standard_normal int", lambda: tasks.standard_normal(3, (2,)), ATE, f"key {PASS_KEY}"),
+    ("init_lsa int", lambda: lsa.init_lsa(0, 3), ATE, f"key {PASS_KEY}"),
+    ("init_yq_lsa string", lambda: lsa.init_yq_lsa("seed", 3), ATE, f"key {PASS_KEY}"),
+    ("lsa_model.init int", lambda: iclgd.models.lsa_model(3).init(0), ATE, f"key {PASS_KEY}"),
+    ("linear_transformer_model.init float", lambda: iclgd.models.linear_transformer_model(2, 1)
+     .init(1.0), ATE, f"key {PASS_KEY}"),
+    ("lt.init_linear_transformer int", lambda: lt.init_linear_transformer(0, 2, 1), ATE,
+     "key must be a single JAX PRNG key"),
+    ("lt.init_sparse float array", lambda: lt.init_sparse(np.zeros(2), 2, 1), ATE,
+     "key must be a single JAX PRNG key"),
+    ("init_softmax int", lambda: softmax.init_softmax(0, 3, 6, 2), ATE, f"key {PASS_KEY}"),
+    ("init_transformer int", lambda: transformer.init_transformer(0, 4, 8, 2, 8, 1), ATE,
+     f"key {PASS_KEY}"),
+    ("random_dictionary int", lambda: representation.random_dictionary(0, 4, 2), ATE,
+     f"key {PASS_KEY}"),
+    ("make_representation_spec int", lambda: representation.make_representation_spec(0, 6, 3, 2, 3,
+     0.1), ATE, f"key {PASS_KEY}"),
+    ("sample_representation_tasks int", lambda: representation.sample_representation_tasks(0, SPEC,
+     2), ATE, f"key {PASS_KEY}"),
+    ("sample_lambda int", lambda: representation.sample_lambda(0, SPEC, 2), ATE,
+     f"key {PASS_KEY}"),
+    ("representation_labels int", lambda: representation.representation_labels(0, SPEC,
+     jnp.zeros((2, 2))), ATE, f"key {PASS_KEY}"),
+    ("train int", lambda: run_train(key=0), ATE, f"key {PASS_KEY}"),
+    ("train_seeds one key", lambda: train.train_seeds(LOSS, iclgd.models.lsa_model(3), KEY,
+     steps=2), ATE, r"keys must be a batch of JAX PRNG keys of shape \(S,\)"),
+    ("train_seeds ints", lambda: train.train_seeds(LOSS, iclgd.models.lsa_model(3), jnp.arange(3),
+     steps=2), ATE, r"keys must be a batch of JAX PRNG keys"),
+    ("evaluate int", lambda: train.evaluate(LOSS, P, 0), ATE, f"key {PASS_KEY}"),
+    ("sampled loss int", lambda: LOSS(P, 0), ATE, f"key {PASS_KEY}"),
+    ("exact.bayes_risk int", lambda: exact.bayes_risk(tasks.make_prior(2, noise_std=0.5), 3,
+     key=0), ATE, f"key {PASS_KEY}"),
+    ("exact.best_lsa int", lambda: exact.best_lsa(EX, 1, key=0), ATE, f"key {PASS_KEY}"),
+    ("exact.best_yq_lsa int", lambda: exact.best_yq_lsa(EX, key=0), ATE, f"key {PASS_KEY}"),
+    ("LSASweep.init int", lambda: SWEEP.init(0), ATE, f"key {PASS_KEY}"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# Containers: a list, dict or tuple where a Prior, TaskBatch, spec or dict of parameters is due
+# ----------------------------------------------------------------------------------------------
+
+CONTAINERS = [
+    ("sample_tasks prior dict", lambda: tasks.sample_tasks(KEY, PRIOR._asdict(), 4, 2), ATE,
+     r"prior must be an iclgd\.tasks\.Prior \(use make_prior\), got dict"),
+    ("sample_tasks prior list", lambda: tasks.sample_tasks(KEY, list(PRIOR), 4, 2), ATE,
+     r"prior must be an iclgd\.tasks\.Prior"),
+    ("embed tasks tuple", lambda: tasks.embed(tuple(TB)), ATE,
+     r"tasks must be an iclgd\.tasks\.TaskBatch \(use sample_tasks\), got tuple"),
+    ("embed tasks dict", lambda: tasks.embed(TB._asdict()), ATE, r"tasks must be an iclgd\.tasks"),
+    ("lsa_predict params list", lambda: lsa.lsa_predict(list(P.values()), E), ATE,
+     r"params must be a dict with keys \('WK', 'WQ', 'WV', 'WP'\) \(see init_lsa\), got list"),
+    ("lsa_predict params missing", lambda: lsa.lsa_predict({"WK": P["WK"]}, E), ATE,
+     r"params must be a dict with keys .* got a dict with keys \['WK'\]"),
+    ("yq_lsa_predict lsa params", lambda: lsa.yq_lsa_predict(P, TB), ATE,
+     r"params must be a dict \{'attn'"),
+    ("lsa_model.predict array", lambda: iclgd.models.lsa_model(3).predict(P, E), ATE,
+     r"batch must be an iclgd\.tasks\.TaskBatch"),
+    ("softmax model TaskBatch", lambda: iclgd.models.softmax_attention_model(SPEC, 2).predict(SMP,
+     TB), ATE, r"batch must be an iclgd\.representation\.RepresentationBatch"),
+    ("bayes prior dict", lambda: baselines.bayes_posterior_mean(TB, PRIOR._asdict()), ATE,
+     r"prior must be an iclgd\.tasks\.Prior"),
+    ("train_seeds init_fn dict", lambda: train.train_seeds(LOSS, P, jax.random.split(KEY, 2),
+     steps=2), ATE, r"init_fn must be a Model or a function init_fn\(key\)"),
+    ("train loss_fn string", lambda: train.train("loss", P, KEY, steps=2), ATE,
+     r"loss_fn must be a function loss_fn\(params, key, \*args\)"),
+    ("train args namedtuple", lambda: run_train(args=PRIOR), ATE,
+     r"args must be a tuple of extra arguments .* got a Prior"),
+    ("train metrics int", lambda: run_train(metrics=3, record_every=1), ATE,
+     r"metrics must be a function"),
+    ("sampled_loss model int", lambda: train.sampled_loss(3, PRIOR, 4, 8), ATE,
+     r"model must be an iclgd Model or a function"),
+    ("sampled_loss prior list", lambda: train.sampled_loss(iclgd.models.lsa_model(3), [0], 4, 8),
+     ATE, r"prior must be an iclgd\.tasks\.Prior"),
+    ("exact.lsa_risk ex prior", lambda: exact.lsa_risk(P2, PRIOR), ATE,
+     r"ex must be an iclgd\.exact\.Exact \(use exact\.prepare"),
+    ("exact.prepare prior dict", lambda: exact.prepare(PRIOR._asdict(), 3), ATE,
+     r"prior must be an iclgd\.tasks\.Prior"),
+    ("exact.yq_lsa_risk lsa params", lambda: exact.yq_lsa_risk(P2, EX), ATE,
+     r"params must be a dict \{'attn'"),
+    ("exact.lt_risk list", lambda: exact.linear_transformer_risk([LTP["P"], LTP["Q"]], EX), ATE,
+     r"params must be a dict \{'P': \(1, D, D\)"),
+    ("exact.risk64 name", lambda: exact.risk64("lsa_risk", P2, EX), ATE,
+     "risk_fn must be callable"),
+    ("exact.bayes_risk prior dict", lambda: exact.bayes_risk(PRIOR._asdict(), 3), ATE,
+     r"prior must be an iclgd\.tasks\.Prior"),
+    ("lt.sparse_predict list", lambda: lt.sparse_predict([A1], Z0), ATE,
+     r"params must be a dict \{'A': \(L, d, d\)\}"),
+    ("lt.sparse_predict extra key", lambda: lt.sparse_predict({"A": A1, "C": A1}, Z0), ATE,
+     r"params must be a dict \{'A'.* got a dict with keys \['A', 'C'\]"),
+    ("lt predict missing Q", lambda: lt.linear_transformer_predict({"P": LTP["P"]}, Z0), ATE,
+     r"params must be a dict \{'P'"),
+    ("softmax_predict spec dict", lambda: softmax.softmax_predict(SMP, SPEC._asdict(), RB.y), ATE,
+     r"spec must be an iclgd\.representation\.RepresentationSpec"),
+    ("softmax_loss TaskBatch", lambda: softmax.softmax_loss(SMP, SPEC, TB), ATE,
+     r"batch must be an iclgd\.representation\.RepresentationBatch"),
+    ("transformer layers list", lambda: transformer.transformer_predict({**TRP, "layers": [1]},
+     INPUTS), ATE, r"params\['layers'\] must be the nested dict returned by init_transformer"),
+    ("y_star spec tuple", lambda: representation.y_star(tuple(SPEC), RB.y), ATE,
+     r"spec must be an iclgd\.representation\.RepresentationSpec"),
+    ("compare_predictors int", lambda: metrics.compare_predictors(3, lambda t: t.y_target, TB),
+     ATE, r"predict_a must be a function predict\(tasks\)"),
+    ("input_gradient tuple", lambda: metrics.input_gradient(lambda t: t.y_target, tuple(TB)), ATE,
+     r"tasks must be an iclgd\.tasks\.TaskBatch"),
+    ("LSASweep one config", lambda: lsa_sweep.LSASweep(2, 3, 4, lsa_sweep.SweepConfig(1)), ATE,
+     r"configs must be a list of SweepConfig"),
+    ("LSASweep config int", lambda: lsa_sweep.LSASweep(2, 3, 4, [3]), ATE,
+     r"configs\[0\] must be a SweepConfig or a tuple"),
+    ("LSASweep.params list", lambda: SWEEP.params(list(SP.values()), 0), ATE,
+     r"P must be a dict with keys"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# Degenerate sizes: d = 0, C = 0, batch 0, empty arrays, mismatched shapes
+# ----------------------------------------------------------------------------------------------
+
+SIZES = [
+    ("make_prior d 0", lambda: tasks.make_prior(0), ValueError, "d must be an integer >= 1"),
+    ("make_prior mu length", lambda: tasks.make_prior(3, mu=jnp.ones(2)), ValueError,
+     r"mu must have shape \(3,\), got shape \(2,\)"),
+    ("make_prior Sigma size", lambda: tasks.make_prior(2, Sigma=jnp.eye(3)), ValueError,
+     r"Sigma must be a square matrix of shape \(2, 2\)"),
+    ("make_prior Sigma not square", lambda: tasks.make_prior(2, Sigma=jnp.ones((2, 3))),
+     ValueError, r"Sigma must be a square matrix of shape \(2, 2\)"),
+    ("sample_tasks C 0", lambda: tasks.sample_tasks(KEY, PRIOR, 0, 5), ValueError,
+     "C must be an integer >= 1"),
+    ("sample_tasks batch 0", lambda: tasks.sample_tasks(KEY, PRIOR, 3, 0), ValueError,
+     "batch must be an integer >= 1"),
+    ("embed empty batch", lambda: tasks.embed(TB._replace(X=TB.X[:0], y=TB.y[:0], x_q=TB.x_q[:0])),
+     ValueError, r"tasks\.X must have shape \(B, C, d\) with B >= 1"),
+    ("embed y_q shape", lambda: tasks.embed(TB, jnp.zeros(5)), ValueError,
+     r"y_q must have shape \(2,\) or a scalar"),
+    ("gd_one_step C 0", lambda: baselines.gd_one_step(TB.X[:, :0], TB.y[:, :0], TB.x_q,
+     jnp.zeros(3), 0.1), ValueError, r"X must have shape \(B, C, d\) with C >= 1"),
+    ("gd_one_step B 0", lambda: baselines.gd_one_step(TB.X[:0], TB.y[:0], TB.x_q[:0], jnp.zeros(3),
+     0.1), ValueError, r"X must have shape \(B, C, d\) with B >= 1"),
+    ("gd_one_step d 0", lambda: baselines.gd_one_step(TB.X[..., :0], TB.y, TB.x_q[:, :0],
+     jnp.zeros(0), 0.1), ValueError, r"X must have shape \(B, C, d\) with d >= 1"),
+    ("gd_one_step X 2-D", lambda: baselines.gd_one_step(TB.X[0], TB.y, TB.x_q, jnp.zeros(3), 0.1),
+     ValueError, r"X must have shape \(B, C, d\), got shape \(4, 3\)"),
+    ("gd_one_step y", lambda: baselines.gd_one_step(TB.X, TB.y[:, :2], TB.x_q, jnp.zeros(3), 0.1),
+     ValueError, r"y must have shape \(2, 4\), got shape \(2, 2\)"),
+    ("gd_one_step w0 shape", lambda: baselines.gd_one_step(TB.X, TB.y, TB.x_q, jnp.zeros(2), 0.1),
+     ValueError, r"w0 must have shape \(3,\) or \(2, 3\)"),
+    ("ridge C 0", lambda: baselines.ridge_weights(TB.X[:, :0], TB.y[:, :0], 0.1), ValueError,
+     r"X must have shape \(B, C, d\) with C >= 1"),
+    ("ridge reg < 0", lambda: baselines.ridge(TB.X, TB.y, TB.x_q, -1.0), ValueError,
+     "reg must be a finite number >= 0"),
+    ("bayes prior of other d", lambda: baselines.bayes_posterior_mean(TB, tasks.make_prior(2)),
+     ValueError, "prior must have dimension d = 3"),
+    ("mse empty", lambda: metrics.mse(jnp.zeros(0), jnp.zeros(0)), ValueError,
+     "pred and target must not be empty"),
+    ("mse shapes", lambda: metrics.mse(jnp.zeros(3), jnp.zeros(4)), ValueError,
+     "pred and target must have the same shape"),
+    ("cosine n 0", lambda: metrics.cosine(jnp.zeros((3, 0)), jnp.zeros((3, 0))), ValueError,
+     r"a must have shape \(\.\.\., n\) with n >= 1"),
+    ("lsa_predict no context", lambda: lsa.lsa_predict(P, jnp.zeros((2, 4, 1))), ValueError,
+     r"E must have shape \(B, d\+1, C\+1\) with d >= 1 and C >= 1"),
+    ("lsa_predict E 2-D", lambda: lsa.lsa_predict(P, jnp.zeros((4, 5))), ValueError,
+     r"E must have shape \(B, d\+1, C\+1\)"),
+    ("lsa_predict params other d", lambda: lsa.lsa_predict(lsa.init_lsa(KEY, 2, 1), E), ValueError,
+     r"params\['WK'\] must have shape \(H, 4, 4\)"),
+    ("lsa_predict params heads", lambda: lsa.lsa_predict(leaf(P, "WV", jnp.zeros((1, 4, 4))), E),
+     ValueError, r"params\['WV'\] must have shape \(2, 4, 4\)"),
+    ("init_lsa H 0", lambda: lsa.init_lsa(KEY, 3, 0), ValueError, "H must be an integer >= 1"),
+    ("init_lsa negative std", lambda: lsa.init_lsa(KEY, 3, 1, -1.0), ValueError,
+     "init_std must be a finite number >= 0"),
+    ("lt A_list empty", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q, []), ValueError,
+     "L must be an integer >= 1: A_list holds no matrices"),
+    ("lt X n 0", lambda: lt.preconditioned_gd(TB2.X[:, :0], TB2.y[:, :0], TB2.x_q, A1),
+     ValueError, r"X must have shape \(B, n, d\) with n >= 1"),
+    ("lt init L 0", lambda: lt.init_linear_transformer(KEY, 2, 0), ValueError,
+     "L must be an integer >= 1"),
+    ("lt params L 0", lambda: lt.sparse_predict({"A": jnp.zeros((0, 2, 2))}, Z0), ValueError,
+     r"L must be an integer >= 1: params\['A'\]"),
+    ("attention_map N >= K", lambda: softmax.softmax_attention_map(SMP, RB.E, 6), ValueError,
+     "N must satisfy 1 <= N < K = 6"),
+    ("init_softmax K 1", lambda: softmax.init_softmax(KEY, 3, 1, 2), ValueError,
+     "K must be an integer >= 2"),
+    ("spec N >= K", lambda: representation.make_representation_spec(KEY, 4, 3, 2, 4, 0.1),
+     ValueError, "N must satisfy 1 <= N < K = 4"),
+    ("representation batch 0", lambda: representation.sample_representation_tasks(KEY, SPEC, 0),
+     ValueError, "batch must be an integer >= 1"),
+    ("transformer d_model % H", lambda: transformer.init_transformer(KEY, 4, 10, 4, 8, 1),
+     ValueError, "d_model must be divisible by H = 4"),
+    ("transformer_model L 0", lambda: iclgd.models.transformer_model(SPEC, L=0), ValueError,
+     "L must be an integer >= 1"),
+    ("transformer n_keys > T", lambda: transformer.transformer_predict(TRP, INPUTS, n_keys=7),
+     ValueError, "n_keys must satisfy 1 <= n_keys <= T = 6"),
+    ("layer_norm eps 0", lambda: transformer.layer_norm(jnp.ones((2, 4)), jnp.ones(4),
+     jnp.zeros(4), 0.0), ValueError, "eps must be a finite number > 0"),
+    ("train steps 0", lambda: run_train(steps=0), ValueError, "steps must be an integer >= 1"),
+    ("evaluate n_batches 1", lambda: train.evaluate(LOSS, P, KEY, 1), ValueError,
+     "n_batches must be an integer >= 2"),
+    ("train_seeds no keys", lambda: train.train_seeds(LOSS, iclgd.models.lsa_model(3),
+     jax.random.split(KEY, 0), steps=2), ValueError, "keys must hold at least one key"),
+    ("optimizer unknown", lambda: train.make_optimizer("rmsprop"), ValueError,
+     "optimizer must be one of"),
+    ("learning rate 0", lambda: train.make_optimizer("adam", 0.0), ValueError,
+     "learning_rate must be > 0"),
+    ("exact.prepare C 0", lambda: exact.prepare(PRIOR, 0), ValueError,
+     "C must be an integer >= 1"),
+    ("exact.bayes_risk n_mc 1", lambda: exact.bayes_risk(PRIOR, 3, n_mc=1), ValueError,
+     "n_mc must be an integer >= 2"),
+    ("exact.heads_from_M H 0", lambda: exact.heads_from_M(np.zeros((3, 3, 3)), 0), ValueError,
+     "H must be an integer >= 1"),
+    ("exact.lsa_risk H 0", lambda: exact.lsa_risk({k: jnp.zeros((0, 3, 3)) for k in P2}, EX),
+     ValueError, r"params\['WK'\] must have shape \(H, 3, 3\) with H >= 1"),
+    ("exact.gaussian_moments C 0", lambda: exact.gaussian_moments(np.zeros(2), np.eye(2),
+     np.eye(2), 0.0, 0), ValueError, "C must be a number >= 1"),
+    ("exact.M shape", lambda: exact.lsa_params_from_M(np.zeros((2, 3, 3))), ValueError,
+     r"M must have shape \(D, D, D\)"),
+    ("LSASweep j out of range", lambda: SWEEP.params(SP, 1), ValueError,
+     "j must be a configuration index < K = 1"),
+    ("along_ones d 0", lambda: lsa_sweep.along_ones(0, 1.0), ValueError,
+     "d must be an integer >= 1"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# Near-singular matrices: covariances PD in their stored dtype (relative floor), singular systems
+# ----------------------------------------------------------------------------------------------
+
+
+def _float32(f):
+    """Run ``f`` with JAX's default float32 (the tests run with x64 on, see conftest)."""
+
+    def g():
+        with jax.enable_x64(False):
+            return f()
+
+    return g
+
+
+S_F32 = np.array([[1.0, 1 - 1e-9], [1 - 1e-9, 1.0]])  # PD in float64, singular in float32
+PD = "must be positive definite"
+SINGULAR = [
+    ("Sigma singular in float32", _float32(lambda: tasks.make_prior(2, Sigma=S_F32)), ValueError,
+     f"Sigma {PD} in float32"),
+    ("Sigma singular", lambda: tasks.make_prior(2, Sigma=np.ones((2, 2))), ValueError,
+     f"Sigma {PD} in float64"),
+    ("Sigma rank-deficient relative", lambda: tasks.make_prior(2, Sigma=np.diag([1.0, 1e-17])),
+     ValueError, f"Sigma {PD}"),
+    ("Sigma indefinite", lambda: tasks.make_prior(2, Sigma=np.array([[1.0, 2.0], [2.0, 1.0]])),
+     ValueError, f"Sigma {PD}"),
+    ("Sigma -1e-12 I", lambda: tasks.make_prior(2, Sigma=-1e-12 * np.eye(2)), ValueError,
+     f"Sigma {PD}"),
+    ("Sigma not symmetric", lambda: tasks.make_prior(2, Sigma=np.array([[1.0, 0.5], [0.0, 1.0]])),
+     ValueError, "Sigma must be symmetric"),
+    ("Sigma tiny asymmetry of a tiny matrix", lambda: tasks.make_prior(2, Sigma=1e-12 * np.array(
+     [[1.0, 0.5], [0.0, 1.0]])), ValueError, "Sigma must be symmetric"),
+    ("Sigma overflows float32", _float32(lambda: tasks.make_prior(2, Sigma=1e39 * np.eye(2))),
+     ValueError, "Sigma must contain only values finite in float32"),
+    ("Omega not PSD", lambda: tasks.make_prior(2, Omega=-np.eye(2)), ValueError,
+     "Omega must be positive semi-definite"),
+    ("Omega slightly indefinite", lambda: tasks.make_prior(2, Omega=np.diag([1.0, -1e-3])),
+     ValueError, "Omega must be positive semi-definite"),
+    ("theorem1 Sigma singular", lambda: lt.theorem1_optimal_A(np.diag([1.0, 0.0]), 5), ValueError,
+     f"Sigma {PD}"),
+    ("theorem1 Sigma singular in float32", _float32(lambda: lt.theorem1_optimal_A(S_F32, 5)),
+     ValueError, f"Sigma {PD} in float32"),
+    ("ridge dual rank-deficient", lambda: baselines.ridge_weights(jnp.ones((1, 2, 3)),
+     jnp.ones((1, 2)), 0.0), ValueError, r"ridge regression is singular in float64 \(prompt 0\)"),
+    ("ridge nearly singular", lambda: baselines.ridge_weights(jnp.array([[[1.0, 0.0], [1.0,
+     1e-12]]]), jnp.ones((1, 2)), 0.0), ValueError, "ridge regression is singular"),
+    ("ridge primal rank-deficient", lambda: baselines.ridge_weights(jnp.ones((1, 4, 2)),
+     jnp.ones((1, 4)), 0.0), ValueError, "ridge regression is singular"),
+    ("ridge singular in float32", _float32(lambda: baselines.ridge_weights(jnp.array([[[1.0, 0.0],
+     [1.0, 1e-5]]]), jnp.ones((1, 2)), 0.0)), ValueError,
+     "ridge regression is singular in float32"),
+    ("ridge_eq20 tau 0, Z rank 1", lambda: representation.ridge_eq20(jnp.ones((3, 2)),
+     jnp.ones((2, 2)), 0.0), ValueError, "ridge regression is singular"),
+    ("limit_matrix tau 0, N > m", lambda: representation.limit_matrix(SPEC._replace(
+     tau=jnp.asarray(0.0))), ValueError, r"Z\^T Z \+ m tau I_N \(of spec\) must be positive "
+     r"definite .* \(spec needs tau > 0"),
+    ("optimal_loss tau 0, N > m", lambda: representation.optimal_loss(SPEC._replace(
+     tau=jnp.asarray(0.0))), ValueError, rf"Z\^T Z \+ m tau I_N \(of spec\) {PD}"),
+]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------
+# The tables
+# ----------------------------------------------------------------------------------------------
+
+TABLES = {
+    "nan_inf": NAN_INF,
+    "dtype": DTYPES,
+    "key": KEYS,
+    "container": CONTAINERS,
+    "size": SIZES,
+    "singular": SINGULAR,
+}
+
+
+def _params(cases):
+    return pytest.mark.parametrize(
+        "call,exc,match", [c[1:] for c in cases], ids=[c[0] for c in cases]
+    )
+
+
+@_params(NAN_INF)
+def test_nan_inf(call, exc, match):
+    with pytest.raises(exc, match=match):
         call()
+
+
+@_params(DTYPES)
+def test_dtype(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@_params(KEYS)
+def test_key(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@_params(CONTAINERS)
+def test_container(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@_params(SIZES)
+def test_size(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@_params(SINGULAR)
+def test_singular(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_case_tables_are_large_and_named_uniquely():
+    ids = [c[0] for cases in TABLES.values() for c in cases]
+    assert len(ids) >= 100
+    assert len(set(ids)) == len(ids)
+    for cases in TABLES.values():
+        assert all(issubclass(c[2], (TypeError, ValueError)) for c in cases)
+
+
+def test_argument_type_error_is_type_and_value_error():
+    assert issubclass(v.ArgumentTypeError, TypeError)
+    assert issubclass(v.ArgumentTypeError, ValueError)
+
+
+# ----------------------------------------------------------------------------------------------
+# Refusals that are not argument checks
+# ----------------------------------------------------------------------------------------------
+
+
+def test_lbfgs_refuses_a_stochastic_loss():
+    model = iclgd.models.lsa_model(3)
+    with pytest.raises(ValueError, match="'lbfgs' needs a deterministic loss"):
+        train.train(LOSS, model.init(KEY), KEY, steps=2, optimizer="lbfgs")
+    with pytest.raises(ValueError, match="'lbfgs' needs a deterministic loss"):
+        train.train_seeds(LOSS, model, jax.random.split(KEY, 2), steps=2, optimizer="lbfgs")
+    # the same loss on one fixed batch, and an exact risk, are deterministic: accepted
+    res = train.train(LOSS, model.init(KEY), KEY, steps=2, optimizer="lbfgs", fixed_key=True)
+    assert np.all(np.isfinite(res.losses))
+    lsa2 = iclgd.models.lsa_model(2)
+    res = train.train(exact.lsa_loss(EX), lsa2.init(KEY), KEY, steps=2, optimizer="lbfgs")
+    assert np.all(np.isfinite(res.losses))
 
 
 def test_unknown_scale_name(monkeypatch):
@@ -182,5 +621,62 @@ def test_unknown_scale_name(monkeypatch):
         config.pick(ci=1, paper=2)
 
 
-def test_at_least_twenty_bad_input_cases():
-    assert len(CASES) >= 20
+def test_shape_checks_run_under_jit_and_value_checks_are_skipped():
+    f = jax.jit(lambda E: lsa.lsa_predict(P, E))
+    with pytest.raises(ValueError, match=r"E must have shape \(B, d\+1, C\+1\) with d >= 1"):
+        f(jnp.zeros((2, 4, 1)))
+    with pytest.raises(v.ArgumentTypeError, match="key must be a JAX PRNG key"):
+        jax.jit(lambda k: tasks.sample_tasks(k, PRIOR, 3, 2))(0)
+    # a traced NaN cannot be seen at trace time: it flows through (the trainer detects divergence)
+    assert np.isnan(f(put(E, NAN))[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Edge cases that must work
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
+def test_tiny_covariance_is_positive_definite(x64):
+    with jax.enable_x64(x64):
+        prior = tasks.make_prior(2, Sigma=1e-12 * np.eye(2), Omega=1e-12 * np.eye(2))
+        t = tasks.sample_tasks(KEY, prior, 5, 4)
+        assert np.allclose(np.asarray(prior.L_Sigma), 1e-6 * np.eye(2))
+        assert all(np.all(np.isfinite(np.asarray(a))) and np.any(np.asarray(a) != 0) for a in t)
+        # the float32 case of the rejected matrix is fine in float64, where it is PD
+        assert np.all(np.isfinite(np.asarray(tasks.make_prior(2, Sigma=S_F32 if x64 else np.eye(2))
+                                             .L_Sigma)))  # fmt: skip
+
+
+def test_gd_optimal_on_a_flat_risk_returns_zero_step():
+    # Omega = 0, no noise, w0 = mu: every task is w0, the GD step never moves -> 0/0 in eta*
+    prior = tasks.make_prior(2, mu=jnp.ones(2), Omega=jnp.zeros((2, 2)))
+    ex = exact.prepare(prior, 3)
+    eta, risk = exact.gd_optimal(ex)
+    assert eta == 0.0 and abs(risk) < 1e-12
+    assert all(abs(float(exact.gd_risk(ex, e))) < 1e-12 for e in (0.0, 0.5, 3.0))  # flat
+    # away from the degenerate point the optimum is the usual one (Part I: C / (C + d + 1))
+    eta, _ = exact.gd_optimal(exact.prepare(tasks.make_prior(2, mu=jnp.ones(2)), 3))
+    assert eta == pytest.approx(3 / 6, rel=1e-12)
+    # from w0 = 0 the same prior has a genuine optimum
+    eta, risk = exact.gd_optimal(ex, np.zeros(2))
+    assert eta == pytest.approx(0.5, rel=1e-9) and risk > 0
+
+
+def test_cosine_of_a_zero_vector_is_zero():
+    c = metrics.cosine(jnp.array([[0.0, 0.0], [1.0, 0.0]]), jnp.array([[1.0, 2.0], [2.0, 0.0]]))
+    assert np.array_equal(np.asarray(c), [0.0, 1.0])
+    g = jax.grad(lambda a: metrics.cosine(a, jnp.ones(2)))(jnp.zeros(2))
+    assert np.all(np.isfinite(g))
+
+
+def test_legacy_keys_and_array_likes_are_accepted():
+    raw = jax.random.PRNGKey(0)
+    assert tasks.sample_tasks(raw, PRIOR, 3, 2).X.shape == (2, 3, 3)
+    assert lsa.init_lsa(raw, 3)["WK"].shape == (1, 4, 4)
+    assert lt.init_sparse(raw, 2, 1)["A"].shape == (1, 2, 2)
+    res = train.train_seeds(LOSS, iclgd.models.lsa_model(3), jax.random.split(raw, 2), steps=2)
+    assert res.losses.shape == (2, 2)
+    prior = tasks.make_prior(2, mu=[1, 2], Sigma=[[2.0, 0.5], [0.5, 1.0]], noise_std=np.float32(0))
+    assert prior.mu.dtype == jnp.result_type(float)
+    assert baselines.gd_one_step(TB.X, TB.y, TB.x_q, [0.0, 0.0, 0.0], 1).shape == (2,)
