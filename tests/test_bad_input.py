@@ -541,44 +541,15 @@ TABLES = {
 }
 
 
-def _params(cases):
-    return pytest.mark.parametrize(
-        "call,exc,match", [c[1:] for c in cases], ids=[c[0] for c in cases]
-    )
+CASES = [
+    pytest.param(*case[1:], id=f"{category}-{case[0]}")
+    for category, cases in TABLES.items()
+    for case in cases
+]
 
 
-@_params(NAN_INF)
-def test_nan_inf(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
-
-
-@_params(DTYPES)
-def test_dtype(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
-
-
-@_params(KEYS)
-def test_key(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
-
-
-@_params(CONTAINERS)
-def test_container(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
-
-
-@_params(SIZES)
-def test_size(call, exc, match):
-    with pytest.raises(exc, match=match):
-        call()
-
-
-@_params(SINGULAR)
-def test_singular(call, exc, match):
+@pytest.mark.parametrize("call,exc,match", CASES)
+def test_bad_input_raises(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
 
