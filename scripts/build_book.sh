@@ -20,5 +20,5 @@ start=$(date +%s)
 echo "book built in $(( $(date +%s) - start )) s: _build/html/index.html"
 
 if [ "${1:-}" = "--check" ]; then
-    ICLGD_REQUIRE_BOOK=1 "$PYTHON" -m pytest tests/test_book_html.py -q
+    ICLGD_REQUIRE_BOOK=1 "$PYTHON" -m pytest tests/test_book_html.py -q -s  # -s: its timing line
 fi
