@@ -48,6 +48,8 @@ __all__ = [
     "OptimalScalars",
     "optimal_scalars",
     "quadratic_min",
+    "GradStats",
+    "gradient_stats",
 ]
 
 
@@ -220,3 +222,52 @@ def quadratic_min(f) -> tuple[float, float]:
         raise ValueError(f"f must be a convex quadratic in gamma; curvature {curv:.3g}")
     g = -(fp - fm) / 2 / (2 * curv)
     return g, float(f(g))
+
+
+class GradStats(NamedTuple):
+    """Sample gradient of a mean loss and its standard error (:func:`gradient_stats`).
+
+    Attributes:
+        grad: pytree like ``params``, the gradient of the sample mean loss.
+        se: pytree like ``params``, the standard error of each entry (per-prompt spread / sqrt N).
+        z2: ``||grad||^2 / sum(se^2)``: about 1 when the population gradient is 0 (pure noise),
+            much larger when it is not.
+    """
+
+    grad: Any
+    se: Any
+    z2: float
+
+
+def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradStats:
+    """Gradient of ``mean_i loss_i`` on a fixed sample, with per-entry standard errors.
+
+    Args:
+        per_prompt_loss: ``(params, *data) -> (N,)`` losses of the ``N`` prompts in ``data``
+            (each array of ``data`` has a leading axis ``N``).
+        params: pytree of parameters.
+        data: arrays with a leading prompt axis.
+        chunk: prompts per vectorised gradient evaluation.
+
+    Returns:
+        :class:`GradStats`.
+    """
+    N = int(data[0].shape[0])
+    if any(int(x.shape[0]) != N for x in data):
+        raise ValueError("every array of data must have the same leading (prompt) axis")
+    one = lambda p, *xs: per_prompt_loss(p, *(x[None] for x in xs))[0]  # noqa: E731
+    g1 = jax.jit(jax.vmap(jax.grad(one), in_axes=(None,) + (0,) * len(data)))
+    s1 = s2 = None
+    for i in range(0, N, chunk):
+        g = g1(params, *(x[i : i + chunk] for x in data))
+        a = jax.tree_util.tree_map(lambda x: jnp.sum(x, 0), g)
+        b = jax.tree_util.tree_map(lambda x: jnp.sum(x**2, 0), g)
+        s1 = a if s1 is None else jax.tree_util.tree_map(jnp.add, s1, a)
+        s2 = b if s2 is None else jax.tree_util.tree_map(jnp.add, s2, b)
+    mean = jax.tree_util.tree_map(lambda x: x / N, s1)
+    se = jax.tree_util.tree_map(
+        lambda m, q: jnp.sqrt(jnp.maximum(q / N - m**2, 0.0) / (N - 1)), mean, s2
+    )
+    num = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(mean))
+    den = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(se))
+    return GradStats(mean, se, num / den)

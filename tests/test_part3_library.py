@@ -115,3 +115,12 @@ def test_quadratic_min():
     assert np.isclose(g, 0.4) and np.isclose(m, 1.5)
     with pytest.raises(ValueError, match="convex quadratic"):
         pgd.quadratic_min(lambda x: -(x**2))
+
+
+def test_gradient_stats_noise_and_signal():
+    x = jax.random.normal(jax.random.key(0), (4000, 3))
+    loss = lambda p, xs: jnp.sum((xs - p["m"]) ** 2, axis=1)  # noqa: E731
+    at_mean = pgd.gradient_stats(loss, {"m": jnp.mean(x, 0)}, x)
+    assert np.abs(np.asarray(at_mean.grad["m"])).max() < 1e-5 and at_mean.z2 < 1e-6
+    off = pgd.gradient_stats(loss, {"m": jnp.ones(3)}, x)
+    assert off.z2 > 100 and np.allclose(off.se["m"], 2 / np.sqrt(4000), rtol=0.1)
