@@ -6,25 +6,28 @@ Build first (``jupyter-book build . --all -W --keep-going``), then run
 One headless Chromium (Debian's ``chromium``; another binary via ``$CHROMIUM``), driven over the
 DevTools protocol on a pipe (``--remote-debugging-pipe``: no extra Python package, no port), opens
 *every* page of the site from ``file://`` URLs — each chapter, the API, bibliography, index,
-module-index, proof-index and status pages, ``search.html`` and a search with results — with a
-1400 px wide window, waits for MathJax and for every image, and measures the page in the browser.
-A page fails on
+module-index, proof-index and status pages, ``search.html`` and searches with results (whose
+excerpts quote the pages' text) — with a 1400 px wide window, waits for MathJax and for every
+image, and measures the page in the browser. A page fails on
 
 * **raw TeX** in its rendered text or its title (outside code): ``\\(``, ``\\)``, ``\\[``, ``\\]``,
   ``$$``, ``$...$`` or any ``\\command`` — e.g. a heading's math shown as ``C \\to \\infty`` in a
-  link text; a math element that MathJax did not typeset, a TeX error or an undefined macro;
+  link text (in search excerpts, which quote code verbatim, only math delimiters count); a math
+  element that MathJax did not typeset, a TeX error or an undefined macro;
 * a **missing image**: an ``<img>`` that did not load (``naturalWidth`` 0);
 * a **broken internal link**: ``href``/``src`` to a local file that does not exist, or to an
   anchor that the target page does not have;
 * a **narrow figure**: a notebook output image narrower than 80 % of the text column;
-* a **wide table**: at an 800 px window, a table wider than the text column (it would scroll
-  sideways and hide its last columns);
+* a **wide table**: at a 1000 or an 800 px window, a table wider than the text column (it would
+  scroll sideways and hide its last columns);
 * a request to the **network** (every script, style sheet, font and image is local).
+
+Script errors on a page fail ``test_pages_run_without_script_errors``.
 
 Screenshots go to ``_build/screenshots/``: the top of each page at 1400 px, each page's first
 figure at 1400 px and its first table at 800 px, for people to look at.
 
-``test_the_check_fails_on_*`` run the same check on a small hand-written page,
+``test_the_check_*`` run the same check on a small hand-written page,
 ``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table), and on copies of it
 with one defect each: they show that each kind of defect is caught, and need no book build.
 
@@ -88,7 +91,7 @@ CHROMIUM_FLAGS = [
 WIDE = 1400  # window width (px) of the figure check and of the screenshots
 NARROW = (1000, 800)  # window widths (px) of the table check (screenshots of tables at the last)
 MIN_FIGURE_FRACTION = 0.8  # of the text column, at the wide window
-SEARCH_QUERY = "LSA"  # search.html is also opened with this query, to check its results
+SEARCH_QUERIES = ("LSA", "gap")  # search.html is also opened with these, to check the results
 PAGE_TIMEOUT = 120.0  # s, per page
 WORKERS = 3  # pages open at once (MathJax typesetting is CPU bound)
 
@@ -551,10 +554,11 @@ def _book_pages() -> list[str]:
         if not internal & set(p.relative_to(HTML_DIR).parts)
     ]
     pages.remove("index.html")  # a redirect to the introduction (test_index_...)
-    return [*pages, f"search.html?q={SEARCH_QUERY}"]
+    return [*pages, *(f"search.html?q={query}" for query in SEARCH_QUERIES)]
 
 
 PAGES = _book_pages()
+FILES = [page for page in PAGES if "?" not in page]  # the HTML files among them
 
 
 def _shot_name(page: str) -> str:
@@ -625,7 +629,7 @@ def test_no_broken_links_in_the_html_files():
     """The HTML as written (before any script ran): every local href/src of every file."""
     _require_build()
     broken = []
-    for page in ["index.html", *PAGES[:-1]]:
+    for page in ["index.html", *FILES]:
         path = HTML_DIR / page
         doc = _parse_file(path)
         for tag, attr, value in doc.links:
@@ -644,7 +648,7 @@ def test_no_resource_is_loaded_from_the_network():
     """The HTML as written: no script, style sheet, image or font from another host."""
     _require_build()
     remote = []
-    for page in ["index.html", *PAGES[:-1]]:
+    for page in ["index.html", *FILES]:
         path = HTML_DIR / page
         for tag, attr, value in _parse_file(path).links:
             is_resource = tag in ("script", "img", "iframe", "source", "video", "audio") or (

@@ -9,11 +9,19 @@
 document.addEventListener("DOMContentLoaded", () => {
   if (typeof Search === "undefined" || !Search.htmlToText) return;
   const original = Search.htmlToText;
+  // MathML as text: the tokens in order, sub- and superscripts marked with _ and ^ (w_⋆, ‖x‖^2)
+  const mathText = (node) => {
+    const parts = [...node.children].map(mathText);
+    if (!parts.length) return node.textContent;
+    const marks = { msub: ["", "_"], msup: ["", "^"], msubsup: ["", "_", "^"], mfrac: ["", "/"] };
+    const mark = marks[node.localName] || [];
+    return parts.map((part, i) => (mark[i] || "") + part).join("");
+  };
   const asText = (tex) => {
     const source = tex.trim().replace(/^\\[([]|\\[)\]]$/g, "").replace(/^\$+|\$+$/g, "");
     try {
       const mml = MathJax.tex2mml(source, { display: false });
-      return new DOMParser().parseFromString(mml, "application/xml").documentElement.textContent;
+      return mathText(new DOMParser().parseFromString(mml, "application/xml").documentElement);
     } catch (error) {
       return source.replace(/\\([A-Za-z]+)/g, "$1");  // no MathJax: at least no backslashes
     }
