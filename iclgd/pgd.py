@@ -37,12 +37,14 @@ import numpy as np
 import sympy as sp
 
 from . import checks as v
-from .exact.wishart import expect_trace_word, wishart_trace_moment
+from .exact.wishart import _transpose, expect_trace_word, wishart_trace_moment
 
 __all__ = [
     "dist_to_identity",
     "haar_orthogonal",
     "paper_sigma",
+    "PaperPrompts",
+    "paper_prompts",
     "sparse_risk_exact",
     "scalar_risk_expr",
     "OptimalScalars",
@@ -93,6 +95,56 @@ def paper_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
     return (S + S.T) / 2
 
 
+class PaperPrompts(NamedTuple):
+    """Prompts of Secs. 5.3 and 6.1 (:func:`paper_prompts`).
+
+    Attributes:
+        Sigma: ``(d, d)`` the covariance ``U^T D^2 U`` of this key.
+        Z0: ``(B, d+1, n+1)`` embeddings of eq. 1 (query label 0).
+        y: ``(B,)`` query labels ``<w*, x^(n+1)>``.
+    """
+
+    Sigma: jax.Array
+    Z0: jax.Array
+    y: jax.Array
+
+
+def paper_prompts(
+    key: jax.Array, n: int, batch: int, draw=0, diag=(1.0, 1.0, 0.5, 0.25, 1.0)
+) -> PaperPrompts:
+    """``Sigma`` and ``batch`` prompts of Secs. 5.3 / 6.1, all drawn from one key (jittable).
+
+    ``Sigma = U^T D^2 U`` with ``U`` Haar from ``fold_in(key, 0)`` (as :func:`paper_sigma`), then
+    ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar`` with ``x_bar, w_bar`` standard normal
+    from ``fold_in(key, 1 + draw)`` (``draw = 0``: the training batch; other values: fresh prompts
+    of the same ``Sigma``), so ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})`` and
+    ``y = <x_bar, w_bar>``. Under ``jit``/``vmap`` over keys, every key gets its own ``Sigma``
+    (the paper's "each time we sample a different Sigma").
+
+    Args:
+        key: a PRNG key; n: context examples; batch: prompts; draw: which batch (an integer,
+        may be traced); diag: the diagonal of ``D``.
+
+    Returns:
+        :class:`PaperPrompts`.
+    """
+    n = v.positive_int("n", n)
+    batch = v.positive_int("batch", batch)
+    D = jnp.asarray(diag, dtype=float)
+    d = D.shape[0]
+    k0, k1 = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1 + draw)
+    U = haar_orthogonal(k0, d)
+    root = U.T @ (D[:, None] * U)  # Sigma^{1/2}
+    Sigma = root @ root
+    z = jax.random.normal(k1, (batch, n + 2, d))  # rows 0..n: x_bar, row n+1: w_bar
+    xb, wb = z[:, : n + 1], z[:, n + 1]
+    X = xb @ root  # (B, n+1, d), rows x^(i)T
+    yy = jnp.einsum("bcd,bd->bc", xb, wb)  # (B, n+1)
+    top = jnp.swapaxes(X, 1, 2)  # (B, d, n+1)
+    bottom = yy.at[:, n].set(0.0)[:, None, :]
+    return PaperPrompts((Sigma + Sigma.T) / 2, jnp.concatenate([top, bottom], 1), yy[:, n])
+
+
 def _words(As, n) -> list[tuple[Any, list]]:
     """``T = prod_l (I + S A_l / n)`` as ``(coefficient, tokens)`` words."""
     out = []
@@ -109,10 +161,13 @@ def sparse_risk_exact(A_list, n, Sigma=None, Omega=None):
     """Exact loss (eq. 5) of the ``L``-layer eq. 9 transformer, ``f = E tr(Omega T Sigma T^T)``.
 
     Works for numpy, jax (differentiable, jittable) and sympy matrices; the cost grows like
-    ``(4L - 1)!!``, so it is meant for ``L <= 2`` with general matrices.
+    ``(4L - 1)!!`` matchings. Under jax, ``L <= 2`` (tracing ``L = 3`` takes minutes); in numpy
+    float64, ``L = 3`` takes about half a second, and numpy matrices with leading batch axes
+    ``(..., d, d)`` evaluate many points at once (the result has the batch shape).
 
     Args:
-        A_list: sequence of ``L`` ``(d, d)`` matrices ``A_l`` (any, not only symmetric).
+        A_list: sequence of ``L`` ``(d, d)`` (or ``(..., d, d)``) matrices ``A_l`` (any, not only
+            symmetric).
         n: number of context examples.
         Sigma: covariance of ``x`` (default identity).
         Omega: covariance of ``w*`` (default identity; Theorems 4-5 use ``Sigma^{-1}``).
@@ -120,7 +175,7 @@ def sparse_risk_exact(A_list, n, Sigma=None, Omega=None):
     As = list(A_list)
     if not As:
         raise ValueError("A_list must hold at least one (d, d) matrix")
-    d = As[0].shape[0]
+    d = As[0].shape[-1]
     is_sym = isinstance(As[0], sp.MatrixBase)
     if is_sym:
         eye = sp.eye(d)
@@ -131,7 +186,7 @@ def sparse_risk_exact(A_list, n, Sigma=None, Omega=None):
     words = _words(As, sp.sympify(n) if is_sym else float(n))
     total = 0
     for (c1, w1), (c2, w2) in itertools.product(words, words):
-        w2t = [t if isinstance(t, str) else t.T for t in reversed(w2)]
+        w2t = [t if isinstance(t, str) else _transpose(t) for t in reversed(w2)]
         word = [Om] + w1 + [Sig] + w2t
         total = total + c1 * c2 * expect_trace_word(word, n, Sigma, eye=eye)
     return total

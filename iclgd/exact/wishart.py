@@ -138,7 +138,17 @@ def wishart_trace_moment(k: int, n: Any = None, d: Any = None) -> sp.Expr:
 
 
 def _trace(m):
+    """Trace over the last two axes (sympy matrices: their ``.trace()``)."""
+    if getattr(m, "ndim", 2) > 2:
+        return m.trace(axis1=-2, axis2=-1)
     return m.trace()
+
+
+def _transpose(m):
+    """Transpose of the last two axes (batched numpy/jax arrays keep their leading axes)."""
+    if getattr(m, "ndim", 2) > 2:
+        return m.swapaxes(-1, -2)
+    return m.T
 
 
 def expect_trace(mats: Sequence[Any], n: Any, Sigma: Any = None):
@@ -146,7 +156,9 @@ def expect_trace(mats: Sequence[Any], n: Any, Sigma: Any = None):
 
     Args:
         mats: ``k`` square matrices of one type (numpy, jax or sympy), ``1 <= k <= 7``; they
-            need ``@``, ``.T`` and ``.trace()``.
+            need ``@``, ``.T`` and ``.trace()``. Numpy/jax arrays may carry leading batch axes
+            ``(..., d, d)`` (broadcast against each other and ``Sigma``); the result then has
+            the broadcast batch shape.
         n: number of samples (number or sympy expression).
         Sigma: ``(d, d)`` covariance of the same type; ``None`` is the identity.
 
@@ -155,13 +167,17 @@ def expect_trace(mats: Sequence[Any], n: Any, Sigma: Any = None):
     """
     mats = list(mats)
     k = _check_k(len(mats))
-    shapes = {tuple(m.shape) for m in mats}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 2 or shapes.pop()[0] != mats[0].shape[1]:
-        raise ValueError(f"mats must be square matrices of one shape, got shapes {shapes}")
-    if Sigma is not None and tuple(Sigma.shape) != tuple(mats[0].shape):
-        raise ValueError(f"Sigma must have shape {tuple(mats[0].shape)}, got {tuple(Sigma.shape)}")
+    shapes = {tuple(m.shape)[-2:] for m in mats}
+    sq = shapes.pop() if len(shapes) == 1 else None
+    if sq is None or len(sq) != 2 or sq[0] != sq[1]:
+        raise ValueError(
+            f"mats must be square (..., d, d) matrices of one size, got shapes "
+            f"{[tuple(m.shape) for m in mats]}"
+        )
+    if Sigma is not None and tuple(Sigma.shape)[-2:] != sq:
+        raise ValueError(f"Sigma must have shape (..., {sq[0]}, {sq[1]}), got {tuple(Sigma.shape)}")
     left = [m if Sigma is None else m @ Sigma for m in mats]
-    right = [m.T if Sigma is None else m.T @ Sigma for m in mats]
+    right = [_transpose(m) if Sigma is None else _transpose(m) @ Sigma for m in mats]
     total = 0
     cache: dict = {}
     for c, cycles in matching_structures(k):

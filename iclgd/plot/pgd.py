@@ -1,4 +1,5 @@
-"""Figures of Part III (Ahn et al. 2023): the single layer and the multi-layer transformer."""
+"""Figures of Part III (Ahn et al. 2023): the single layer, the multi-layer transformer, and the
+training runs of Figs. 1-4 (distances to the identity against iteration, weight heat maps)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from matplotlib.figure import Figure
 
 from .core import as_array, finish, legend_below, new_figure, style
 
-__all__ = ["single_layer_regulariser", "multilayer_scalars"]
+__all__ = ["single_layer_regulariser", "multilayer_scalars", "training_dists", "weight_heatmaps"]
 
 
 def single_layer_regulariser(
@@ -102,4 +103,117 @@ def multilayer_scalars(Ls, risks_exact, a_exact, risks_trained, d: int, n: int) 
         ax2.set_xlabel("layers $L$")
         ax2.set_ylabel(r"$-a_l$ (step along $\Sigma^{-1}$)")
         ax2.set_title("(b) optimal scalars $a_l$ on $S$")
+    return finish(fig)
+
+
+def training_dists(
+    steps,
+    panels: Mapping[str, Mapping[str, np.ndarray]],
+    losses: np.ndarray,
+    loss_refs: Mapping[str, float] | None = None,
+    *,
+    loss_title: str = "loss",
+    loss_at: int = 3,
+    ncols: int = 2,
+    extra_loss: Mapping[str, np.ndarray] | None = None,
+) -> Figure:
+    """Figs. 1 and 3 of Ahn et al.: ``Dist(., I)`` per layer against iteration, and the loss.
+
+    Each Dist panel draws, per curve, the mean over seeds (thick) and every seed (thin).
+
+    Args:
+        steps: ``(R,)`` iterations of the recorded parameters.
+        panels: panel title -> {curve label -> ``(S, R)`` Dist values}, in panel order.
+        losses: ``(S, T)`` training loss of each seed at every iteration.
+        loss_refs: label -> value, horizontal reference lines on the loss panel.
+        loss_title: title of the loss panel.
+        loss_at: position of the loss panel among all panels (0-based).
+        ncols: panels per row.
+        extra_loss: label -> ``(S,)`` values drawn as points at the last iteration (e.g. the exact
+            population loss of each trained seed).
+    """
+    steps = as_array("steps", steps)
+    losses = as_array("losses", losses, 2)
+    names = list(panels)
+    total = len(names) + 1
+    if not 0 <= loss_at < total:
+        raise ValueError(f"loss_at must be in 0..{total - 1}, got {loss_at}")
+    nrows = -(-total // ncols)
+    with style():
+        fig = new_figure(8.0, 2.5 * nrows)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax in axes[total:]:
+            ax.set_visible(False)
+        order = names[:loss_at] + [None] + names[loss_at:]
+        colors = {"blue": "C0", "red": "C3"}
+        for k, (ax, name) in enumerate(zip(axes, order, strict=False)):
+            tag = f"({chr(97 + k)}) "
+            if name is None:
+                T = losses.shape[1]
+                it = np.arange(T)
+                for s in losses:
+                    ax.plot(it, s, color="C2", lw=0.6, alpha=0.5)
+                ax.plot(it, np.nanmean(losses, 0), color="C2", lw=2, label="training loss (mean)")
+                for j, (lab, val) in enumerate((loss_refs or {}).items()):
+                    ax.axhline(
+                        float(val), color="0.3", ls=["--", ":", "-."][j % 3], lw=1, label=lab
+                    )
+                for j, (lab, vals) in enumerate((extra_loss or {}).items()):
+                    vals = as_array(f"extra_loss[{lab!r}]", vals)
+                    ax.plot(
+                        np.full(vals.size, T - 1),
+                        vals,
+                        "o",
+                        ms=4,
+                        mfc="none",
+                        color=f"C{4 + j}",
+                        label=lab,
+                    )
+                ax.set_yscale("log")
+                ax.set_xlabel("L-BFGS iteration")
+                ax.set_title(tag + loss_title)
+                ax.legend(loc="upper right", fontsize=7.5)
+                continue
+            for j, (lab, vals) in enumerate(panels[name].items()):
+                vals = as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
+                if vals.shape[1] != steps.size:
+                    raise ValueError(
+                        f"panels[{name!r}][{lab!r}] must be (S, {steps.size}), got {vals.shape}"
+                    )
+                c = list(colors.values())[j % 2] if j < 2 else f"C{j}"
+                for s in vals:
+                    ax.plot(steps, s, color=c, lw=0.6, alpha=0.4)
+                ax.plot(steps, vals.mean(0), color=c, lw=2, label=lab)
+            ax.set_ylim(0, 1.02)
+            ax.set_xlabel("L-BFGS iteration")
+            ax.set_ylabel(r"Dist$(\cdot, I)$")
+            ax.set_title(tag + name)
+            ax.legend(loc="center right", fontsize=7.5)
+    return finish(fig)
+
+
+def weight_heatmaps(mats: Mapping[str, np.ndarray], ncols: int = 3) -> Figure:
+    """Figs. 2 and 4 of Ahn et al.: heat maps of trained weight matrices.
+
+    Args:
+        mats: panel title -> ``(d, d)`` matrix; each panel has its own symmetric colour scale.
+        ncols: panels per row.
+    """
+    names = list(mats)
+    if not names:
+        raise ValueError("mats must hold at least one matrix")
+    nrows = -(-len(names) // ncols)
+    with style():
+        fig = new_figure(8.0, 2.5 * nrows)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax in axes[len(names) :]:
+            ax.set_visible(False)
+        for k, (ax, name) in enumerate(zip(axes, names, strict=False)):
+            M = as_array(f"mats[{name!r}]", mats[name], 2)
+            lim = float(np.abs(M).max()) or 1.0
+            im = ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.set_xticks(range(M.shape[1]))
+            ax.set_yticks(range(M.shape[0]))
+            ax.set_title(f"({chr(97 + k)}) {name}", fontsize=9)
+            fig.colorbar(im, ax=ax, shrink=0.8)
     return finish(fig)
