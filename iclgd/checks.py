@@ -53,6 +53,7 @@ __all__ = [
     "prng_key",
     "prng_keys",
     "container",
+    "function",
     "param_dict",
     "array",
     "shape",
@@ -230,6 +231,14 @@ def container(name: str, x, kind: type | tuple, what: str):
     if not isinstance(x, kind):
         raise ArgumentTypeError(f"{name} must be {what}, got {type(x).__name__}")
     return x
+
+
+def function(name: str, f, what: str):
+    """Check that ``f`` is callable; ``what`` describes it, e.g. ``"a function loss_fn(params,
+    key) -> ()"``."""
+    if not callable(f):
+        raise ArgumentTypeError(f"{name} must be {what}, got {_short(f)}")
+    return f
 
 
 def param_dict(

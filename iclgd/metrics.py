@@ -67,10 +67,7 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.where(ok, jnp.sum(a * b, -1) / (safe(a2) * safe(b2)), 0.0)
 
 
-def _check_predictor(name: str, f) -> None:
-    if not callable(f):
-        what = "a function predict(tasks) -> (B,)"
-        raise v.ArgumentTypeError(f"{name} must be {what}, got {f!r:.60}")
+_PREDICT = "a function predict(tasks) -> (B,)"
 
 
 def input_gradient(predict: Callable, tasks) -> jax.Array:
@@ -83,7 +80,7 @@ def input_gradient(predict: Callable, tasks) -> jax.Array:
     Returns:
         ``(B, d)``.
     """
-    _check_predictor("predict", predict)
+    v.function("predict", predict, _PREDICT)
     check_batch(tasks)
     # prompts are independent, so the gradient of the sum is every prompt's own gradient
     return jax.grad(lambda x_q: jnp.sum(predict(tasks._replace(x_q=x_q))))(tasks.x_q)
@@ -104,8 +101,8 @@ def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
         gradients; ``cos_ref`` ``(B,)`` the cosine of ``grad f_b`` with each prompt's true task
         weights ``tasks.w`` (how well the reference itself recovers the task).
     """
-    _check_predictor("predict_a", predict_a)
-    _check_predictor("predict_b", predict_b)
+    v.function("predict_a", predict_a, _PREDICT)
+    v.function("predict_b", predict_b, _PREDICT)
     dims = v.Dims()
     check_batch(tasks, dims=dims)
     v.array("tasks.w", tasks.w, "B d", dims)

@@ -246,10 +246,8 @@ def make_representation_spec(
         raise ValueError(
             "give at most one of f (a callable) and features (a (K, m) table), got both"
         )
-    if f is not None and not callable(f):
-        raise v.ArgumentTypeError(
-            f"f must be a callable mapping a (d,) token to (m,) features, got {type(f).__name__}"
-        )
+    if f is not None:
+        v.function("f", f, "a callable mapping a (d,) token to (m,) features")
     need_key = tokens is None or (f is None and features is None)
     if need_key and key is None:
         raise ValueError("key must be a PRNG key when tokens or features are generated, got None")

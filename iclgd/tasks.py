@@ -126,7 +126,7 @@ def make_prior(
     noise_std = v.nonneg_float("noise_std", noise_std)
     Sigma = (Sigma + Sigma.T) / 2
     L_Sigma = jnp.linalg.cholesky(Sigma)
-    if not bool(jnp.all(jnp.isfinite(L_Sigma))):  # guarded by spd_matrix; never NaN samples
+    if not v.is_tracer(L_Sigma) and not bool(jnp.all(jnp.isfinite(L_Sigma))):  # never NaN samples
         raise ValueError("Sigma must be positive definite in the dtype it is stored in")
     return Prior(
         mu=mu,

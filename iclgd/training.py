@@ -267,11 +267,6 @@ def _is_lbfgs(opt) -> bool:
     return any("Linesearch" in type(s).__name__ for s in leaves)
 
 
-def _check_callable(name: str, f, what: str) -> None:
-    if not callable(f):
-        raise v.ArgumentTypeError(f"{name} must be {what}, got {f!r:.60}")
-
-
 def _check_args(args) -> tuple:
     """``args`` must be a tuple (or list) of the loss's extra arguments, not one NamedTuple."""
     if hasattr(args, "_fields") or not isinstance(args, (tuple, list)):
@@ -284,10 +279,13 @@ def _check_args(args) -> tuple:
 
 def _check_common(loss_fn, args, metrics) -> tuple:
     """Checks shared by :func:`train` and :func:`train_seeds`; returns ``args`` as a tuple."""
-    _check_callable("loss_fn", loss_fn, "a function loss_fn(params, key, *args) -> ()")
+    v.function("loss_fn", loss_fn, _LOSS_FN)
     if metrics is not None:
-        _check_callable("metrics", metrics, "a function metrics(params) -> pytree")
+        v.function("metrics", metrics, "a function metrics(params) -> pytree")
     return _check_args(args)
+
+
+_LOSS_FN = "a function loss_fn(params, key, *args) -> ()"
 
 
 def _check_deterministic(loss_fn, params, key, args, has_aux) -> None:
@@ -489,7 +487,7 @@ def train_seeds(
     steps = v.positive_int("steps", steps)
     S = v.prng_keys("keys", keys)
     init = init_fn.init if isinstance(init_fn, Model) else init_fn
-    _check_callable("init_fn", init, "a Model or a function init_fn(key) -> params")
+    v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
     args = _check_common(loss_fn, args, metrics)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
@@ -590,7 +588,7 @@ def sampled_loss(
     C = v.positive_int("C", C)
     batch = v.positive_int("batch", batch)
     predict = model.predict if isinstance(model, Model) else model
-    _check_callable("model", predict, "an iclgd Model or a function predict(params, tasks)")
+    v.function("model", predict, "an iclgd Model or a function predict(params, tasks)")
     if prior is not None:
         check_prior(prior)
 
@@ -615,7 +613,7 @@ def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args:
     """
     n_batches = v.positive_int("n_batches", n_batches, 2)
     v.prng_key("key", key)
-    _check_callable("loss_fn", loss_fn, "a function loss_fn(params, key, *args) -> ()")
+    v.function("loss_fn", loss_fn, _LOSS_FN)
     args = _check_args(args)
     v.finite_tree("params", params)
     keys = jax.random.split(key, n_batches)

@@ -97,8 +97,7 @@ def risk64(risk_fn: Callable, params, *args, **kwargs) -> float:
     Returns:
         The risk as a float.
     """
-    if not callable(risk_fn):
-        raise v.ArgumentTypeError(f"risk_fn must be callable, got {type(risk_fn).__name__}")
+    v.function("risk_fn", risk_fn, "callable, risk_fn(params, *args) -> ()")
     v.finite_tree("params", params)
 
     def conv(a):
