@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import sympy
 
 import iclgd
 from iclgd import baselines, config, exact, lsa_sweep, metrics, representation, tasks
@@ -18,7 +19,7 @@ from iclgd import checks as v
 from iclgd import training as train
 from iclgd.models import linear_transformer as lt
 from iclgd.models import lsa, softmax, transformer
-from iclgd.symbolic import calculus, gd_step
+from iclgd.symbolic import calculus, gaussian, gd_step
 
 NAN, INF = float("nan"), float("inf")
 KEY = jax.random.key(0)
@@ -42,6 +43,7 @@ SWEEP = lsa_sweep.LSASweep(2, 3, 4, [lsa_sweep.SweepConfig(1)])
 SP = SWEEP.init(KEY)
 LOSS = train.sampled_loss(iclgd.models.lsa_model(3, 2), PRIOR, 4, 8)
 FINITE = "must contain only finite values"
+X_SYM = list(sympy.symbols("x y"))
 ATE = v.ArgumentTypeError
 
 
@@ -63,9 +65,7 @@ def run_train(**kw):
 
 
 def sym_risk():
-    import sympy as sp
-
-    a = sp.Symbol("a")
+    a = sympy.Symbol("a")
     return calculus.lambdify_risk((a - 1) ** 2, [a], backend="numpy")
 
 
@@ -170,6 +170,11 @@ NAN_INF = [
     ("lambdify theta", lambda: sym_risk()(np.array([NAN])), ValueError, f"theta {FINITE}"),
     ("symbolic eta", lambda: gd_step.gd_weights_expr([1, 2], NAN), ValueError,
      "eta must be a finite number"),
+    ("symbolic mean", lambda: gaussian.gaussian_expectation(X_SYM[0] * X_SYM[1], X_SYM,
+     mean=np.array([NAN, 0.0])), ValueError, r"mean\[0\] must be a finite number"),
+    ("symbolic cov", lambda: gaussian.gaussian_expectation(X_SYM[0] * X_SYM[1], X_SYM,
+     cov=np.asarray(put(np.eye(2), INF, (0, 1)))), ValueError,
+     r"cov\[0,1\] must be a finite number"),
     ("along_ones s2", lambda: lsa_sweep.along_ones(2, INF), ValueError,
      "s2 must be a finite number >= 0"),
     ("LSASweep.exact_risk P", lambda: SWEEP.exact_risk(leaf(SP, "WK", put(SP["WK"], NAN)), 0),
