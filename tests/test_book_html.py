@@ -136,18 +136,24 @@ class Browser:
 
     def __init__(self, binary: str) -> None:
         self._profile = tempfile.TemporaryDirectory(prefix="iclgd-chromium-")
-        cmd_read, self._cmd_write = os.pipe()
-        self._out_read, out_write = os.pipe()
-
-        def child_fds() -> None:  # in the child, before exec: the pipes become fds 3 and 4
-            a = fcntl.fcntl(cmd_read, fcntl.F_DUPFD, 10)
-            b = fcntl.fcntl(out_write, fcntl.F_DUPFD, 10)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
+        pipe_in, self._cmd_write = os.pipe()
+        self._out_read, pipe_out = os.pipe()
+        # The child's ends, moved to descriptors >= 10 so that the shell below can put them on 3
+        # and 4 without overwriting one with the other; bash then execs Chromium. (A
+        # preexec_fn would do it in Python, but it makes subprocess fork a process that runs
+        # JAX's threads, which can deadlock.)
+        cmd_read = fcntl.fcntl(pipe_in, fcntl.F_DUPFD_CLOEXEC, 10)
+        out_write = fcntl.fcntl(pipe_out, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(pipe_in)
+        os.close(pipe_out)
         self._log = open(Path(self._profile.name) / "stderr.log", "w+b")  # noqa: SIM115
+        shell = f'exec "$@" 3<&{cmd_read} 4>&{out_write} {cmd_read}<&- {out_write}>&-'
         self._proc = subprocess.Popen(
             [
+                "bash",  # dash cannot redirect descriptors above 9
+                "-c",
+                shell,
+                "sh",
                 binary,
                 *CHROMIUM_FLAGS,
                 f"--user-data-dir={self._profile.name}",
@@ -157,8 +163,7 @@ class Browser:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=self._log,
-            pass_fds=(3, 4),
-            preexec_fn=child_fds,  # noqa: PLW1509  (only dup2 calls)
+            pass_fds=(cmd_read, out_write),
         )
         os.close(cmd_read)
         os.close(out_write)
@@ -224,6 +229,8 @@ class Browser:
             self._proc.kill()
             self._proc.wait()
         os.close(self._cmd_write)
+        self._reader.join(timeout=10)  # ends when Chromium's end of the pipe closes
+        os.close(self._out_read)
         self._log.close()
         self._profile.cleanup()
 
