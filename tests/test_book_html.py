@@ -737,3 +737,28 @@ def test_the_check_fails_on_raw_tex_outside_math(fixture_browser, tmp_path, raw)
     edit = ("<li>Figures</li>", f'<li class="tex2jax_ignore mathjax_ignore">{raw}</li>')
     kinds = problems(_fixture_result(fixture_browser, tmp_path, edit))
     assert kinds["raw TeX"], f"the check missed raw TeX {raw!r}: {kinds}"
+
+
+@pytest.mark.parametrize(
+    ("tex", "text"),
+    [
+        (r"C \to \infty", "C → ∞"),
+        (r"\lVert w_\star\rVert^2", "‖w_⋆‖^2"),
+        (r"\wstar", "w_⋆"),
+        (r"\eta^\star = C/(C+d+1)", "η^⋆ = C/(C+d+1)"),
+        (r"\mathbf{W}^P_h", "W^P_h"),
+        (r"\Sigma \in \R^{d \times d}", "Σ ∈ R^d × d"),
+    ],
+)
+def test_heading_tex_as_plain_text(tex, text):
+    """Where a heading can only be plain text (tab titles, search titles), its TeX is rewritten
+    (scripts/iclgd_sphinx.py); the book's macros are expanded."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from iclgd_sphinx import html_to_text, tex_to_text
+
+    macros = {"wstar": r"\mathbf{w}_{\star}", "R": r"\mathbb{R}", "norm": [r"\lVert #1\rVert", 1]}
+    assert tex_to_text(tex, macros) == text
+    span = f'<span class="math notranslate nohighlight">\\({tex}\\)</span>'
+    assert html_to_text(f"<span>6. </span>{span}-LSA", macros) == f"6. {text}-LSA"
