@@ -75,8 +75,7 @@ def test_optimal_scalars_one_layer_and_risk_formula():
 
 
 def test_sparse_risk_exact_matches_model_monte_carlo():
-    jax.config.update("jax_enable_x64", True)
-    try:
+    with jax.enable_x64(True):  # scoped: the float64 default of tests/conftest.py is kept after
         d, n = 2, 3
         Sig = jnp.array([[1.2, 0.4], [0.4, 0.8]])
         prior = iclgd.make_prior(d, Sigma=Sig)
@@ -86,8 +85,6 @@ def test_sparse_risk_exact_matches_model_monte_carlo():
         e = np.asarray(e) ** 2
         ex = float(pgd.sparse_risk_exact(A, n, Sig))
         assert abs(e.mean() - ex) < 5 * e.std() / np.sqrt(e.size)
-    finally:
-        jax.config.update("jax_enable_x64", False)
 
 
 def test_symbolic_single_layer_and_lemma2():
