@@ -172,7 +172,7 @@ def training_dists(
                 ax.set_yscale("log")
                 ax.set_xlabel("L-BFGS iteration")
                 ax.set_title(tag + loss_title)
-                ax.legend(loc="upper right", fontsize=7.5)
+                ax.legend(loc="upper center", fontsize=7.5)
                 continue
             for j, (lab, vals) in enumerate(panels[name].items()):
                 vals = as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
@@ -188,7 +188,7 @@ def training_dists(
             ax.set_xlabel("L-BFGS iteration")
             ax.set_ylabel(r"Dist$(\cdot, I)$")
             ax.set_title(tag + name)
-            ax.legend(loc="center right", fontsize=7.5)
+            ax.legend(loc="best", fontsize=7.5)
     return finish(fig)
 
 
