@@ -36,6 +36,8 @@ from typing import Any
 
 import sympy as sp
 
+from .. import checks as v
+
 __all__ = [
     "matching_structures",
     "wishart_trace_moment",
@@ -50,6 +52,17 @@ def _check_k(k) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > MAX_K:
         raise ValueError(f"k must be an integer in 1..{MAX_K} (number of S factors), got {k!r}")
     return k
+
+
+def _check_numeric(mats: list, n: Any, Sigma: Any) -> tuple[list, Any, Any]:
+    """Numeric (non-sympy) input: real finite matrices, ``n`` a count, ``Sigma`` finite."""
+    if any(isinstance(x, (sp.Basic, sp.MatrixBase)) for x in (*mats, n, Sigma)):
+        return mats, n, Sigma
+    mats = [v.array(f"mats[{i}]", m) for i, m in enumerate(mats)]
+    n = v.positive_int("n", n)
+    if Sigma is not None:
+        Sigma = v.array("Sigma", Sigma)
+    return mats, n, Sigma
 
 
 def _matchings(slots: tuple[int, ...]):
@@ -165,7 +178,7 @@ def expect_trace(mats: Sequence[Any], n: Any, Sigma: Any = None):
     Returns:
         A scalar of the matrices' type (a sympy expression for sympy input).
     """
-    mats = list(mats)
+    mats, n, Sigma = _check_numeric(list(mats), n, Sigma)
     k = _check_k(len(mats))
     shapes = {tuple(m.shape)[-2:] for m in mats}
     sq = shapes.pop() if len(shapes) == 1 else None
