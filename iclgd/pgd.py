@@ -326,3 +326,85 @@ def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradSta
     num = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(mean))
     den = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(se))
     return GradStats(mean, se, num / den)
+
+
+class TunedGD(NamedTuple):
+    """The best step sizes of ``k``-step preconditioned GD (:func:`tuned_gd`).
+
+    Attributes:
+        steps: ``(k,)`` step sizes ``gamma_l`` (increasing; the loss does not depend on their
+            order), or ``(1,)`` the one step size of every step when ``shared``.
+        risk: the exact population loss (eq. 5) at these steps.
+        c: ``(k,)`` coefficients of ``p(s) = prod_l (1 - gamma_l s) = 1 + sum_j c_j s^j``.
+    """
+
+    steps: np.ndarray
+    risk: float
+    c: np.ndarray
+
+
+def _gd_moments(L: int, n: int, Sigma, P, Omega) -> np.ndarray:
+    """``M_jk = E tr(Omega (S P)^j Sigma (P S)^k) / n^(j+k)``, ``0 <= j, k <= L`` (symmetric)."""
+    eye = np.eye(Sigma.shape[0])
+    M = np.empty((L + 1, L + 1))
+    for j in range(L + 1):
+        for k in range(j, L + 1):
+            word = [Omega] + ["S", P] * j + [Sigma] + [P, "S"] * k
+            M[j, k] = M[k, j] = float(expect_trace_word(word, n, Sigma, eye=eye)) / n ** (j + k)
+    return M
+
+
+def tuned_gd(k: int, n: int, Sigma, P=None, Omega=None, shared: bool = False) -> TunedGD:
+    """Exact best step sizes of ``k`` steps of preconditioned GD from ``w_0 = 0`` (Sec. 5).
+
+    ``w_{l+1} = w_l - gamma_l P grad R(w_l)`` with ``R(w) = (1/2n) sum_i (w^T x_i - y_i)^2`` over
+    all ``n`` context examples gives ``w_k - w* = -p(P S / n) w*`` with
+    ``p(s) = prod_l (1 - gamma_l s)`` and ``S = sum_i x_i x_i^T``: the eq. 9 transformer with
+    ``A_l = -gamma_l P`` (Lemma 2). Its loss ``E tr(Omega p(SP/n) Sigma p(SP/n)^T)`` is the
+    convex quadratic ``sum_jk c_j c_k M_jk`` (``c_0 = 1``) in the coefficients of ``p``, with
+    ``M_jk`` exact Wishart trace moments (:mod:`iclgd.exact.wishart`, float64); its minimiser
+    is exact, and the steps are the inverse roots of ``p`` (checked real). With ``shared``, one
+    step size ``gamma`` for every step (the public code's baseline): the loss is a polynomial of
+    degree ``2k`` in ``gamma``, minimised over its real critical points. ``P = Sigma^{-1}`` and
+    ``Omega = Sigma^{-1}`` give the optimum on Theorem 4's set (:func:`optimal_scalars`).
+
+    Args:
+        k: number of steps, ``1 <= k <= 3``.
+        n: number of context examples used by GD.
+        Sigma: ``(d, d)`` covariance of ``x`` (symmetric positive definite).
+        P: ``(d, d)`` symmetric preconditioner (default identity: plain GD).
+        Omega: ``(d, d)`` covariance of ``w*`` (default ``Sigma^{-1}``, the law of Theorems 4-5).
+        shared: one step size for all steps.
+
+    Returns:
+        :class:`TunedGD`.
+    """
+    k = v.positive_int("k", k)
+    if k > 3:
+        raise ValueError(f"k must be at most 3 (moments up to E tr S^6), got {k}")
+    n = v.positive_int("n", n)
+    Sigma = np.asarray(v.spd_matrix("Sigma", Sigma, dtype=np.float64), dtype=np.float64)
+    d = Sigma.shape[0]
+    P = np.eye(d) if P is None else np.asarray(v.array("P", P, (d, d)), dtype=np.float64)
+    if np.abs(P - P.T).max() > 1e-12 * max(np.abs(P).max(), 1.0):
+        raise ValueError("P must be a symmetric (d, d) matrix")
+    if Omega is None:
+        Omega = np.linalg.inv(Sigma)
+    Omega = np.asarray(v.spd_matrix("Omega", Omega, d, psd=True, dtype=np.float64), float)
+    M = _gd_moments(k, n, Sigma, P, Omega)
+    if shared:
+        binom = np.array([sp.binomial(k, j) * (-1) ** j for j in range(k + 1)], float)
+        loss = np.polynomial.Polynomial([0.0])
+        for i in range(k + 1):
+            for j in range(k + 1):
+                loss = loss + M[i, j] * binom[i] * binom[j] * np.polynomial.Polynomial.basis(i + j)
+        crit = loss.deriv().roots()
+        crit = crit[np.abs(crit.imag) < 1e-9].real
+        g = float(crit[np.argmin(loss(crit))])
+        return TunedGD(np.array([g]), float(loss(g)), binom[1:] * g ** np.arange(1, k + 1))
+    H, gvec = M[1:, 1:], M[1:, 0]
+    c = -np.linalg.solve(H, gvec)
+    roots = np.polynomial.Polynomial(np.concatenate([[1.0], c])).roots()
+    if np.abs(roots.imag).max() > 1e-9 * np.abs(roots).max():
+        raise ValueError(f"the optimal polynomial has complex roots {roots}: no real step sizes")
+    return TunedGD(np.sort(1.0 / roots.real), float(M[0, 0] + gvec @ c), c)

@@ -8,9 +8,15 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, legend_below, new_figure, style
+from .core import as_array, finish, legend_below, log_ticks, new_figure, style
 
-__all__ = ["single_layer_regulariser", "multilayer_scalars", "training_dists", "weight_heatmaps"]
+__all__ = [
+    "single_layer_regulariser",
+    "multilayer_scalars",
+    "training_dists",
+    "weight_heatmaps",
+    "gd_baselines",
+]
 
 
 def single_layer_regulariser(
@@ -216,4 +222,61 @@ def weight_heatmaps(mats: Mapping[str, np.ndarray], ncols: int = 3) -> Figure:
             ax.set_yticks(range(M.shape[0]))
             ax.set_title(f"({chr(97 + k)}) {name}", fontsize=9)
             fig.colorbar(im, ax=ax, shrink=0.8)
+    return finish(fig)
+
+
+def gd_baselines(
+    ks,
+    curves: Mapping[str, np.ndarray],
+    points: Mapping[str, np.ndarray] | None = None,
+    floor_label: str | None = None,
+) -> Figure:
+    """Exact loss of ``k``-step GD baselines and of trained transformers against ``k``
+    (``book/part3/baselines``).
+
+    (a) The losses on a log scale: one line per baseline, one marker per trained seed. (b) Each
+    loss divided by the reference curve (the first, or ``curves[floor_label]``), so that the gaps
+    are read off directly.
+
+    Args:
+        ks: ``(K,)`` numbers of steps (layers).
+        curves: label -> ``(K,)`` exact losses of a baseline.
+        points: label -> ``(K, S)`` losses of ``S`` trained models at each ``k``.
+        floor_label: the curve the ratios of panel (b) are taken to (default the first).
+    """
+    ks = as_array("ks", ks)
+    if not curves:
+        raise ValueError("curves must hold at least one baseline")
+    vals = {lab: as_array(f"curves[{lab!r}]", c) for lab, c in curves.items()}
+    pts = {lab: as_array(f"points[{lab!r}]", p, 2) for lab, p in (points or {}).items()}
+    for lab, c in list(vals.items()) + list(pts.items()):
+        if c.shape[0] != ks.size:
+            raise ValueError(f"{lab!r} must have {ks.size} rows (one per k), got shape {c.shape}")
+    ref_label = next(iter(vals)) if floor_label is None else floor_label
+    if ref_label not in vals:
+        raise ValueError(f"floor_label must be one of {list(vals)}, got {floor_label!r}")
+    ref = vals[ref_label]
+    with style():
+        fig = new_figure(8.0, 3.6)
+        ax1, ax2 = fig.subplots(1, 2)
+        styles = ["-", "--", ":", "-."]
+        for j, (lab, c) in enumerate(vals.items()):
+            kw = dict(color=f"C{j}", ls=styles[j % 4], marker="o", ms=4, label=lab)
+            ax1.plot(ks, c, **kw)
+            ax2.plot(ks, c / ref, **kw)
+        for j, (lab, p) in enumerate(pts.items()):
+            x = np.repeat(ks[:, None], p.shape[1], 1)
+            kw = dict(color=f"C{len(vals) + j}", marker="x", ls="none", ms=6, label=lab)
+            ax1.plot(x.ravel(), p.ravel(), **kw)
+            ax2.plot(x.ravel(), (p / ref[:, None]).ravel(), **kw)
+        ax1.set_ylabel("exact in-context loss")
+        ax1.set_title("(a) loss against the number of steps")
+        ax2.set_ylabel("loss ratio")
+        ax2.set_title("(b) divided by the reference curve")
+        for ax in (ax1, ax2):
+            ax.set_yscale("log")
+            log_ticks(ax)
+            ax.set_xticks(ks)
+            ax.set_xlabel("steps = layers $k$")
+        legend_below(ax1, ncol=2, fontsize=8)
     return finish(fig)
