@@ -311,9 +311,11 @@ def _macros(app: Sphinx) -> dict[str, Any]:
 def _plain_page_title(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    """The browser tab shows the page's ``<title>`` as text: no TeX there."""
+    """The browser tab shows the page's ``<title>`` as text, and the theme prints ``pagetitle`` as
+    text (the print-only heading of sphinx-book-theme): no TeX in either."""
     if "math" in (context.get("title") or ""):
         context["title"] = html_to_text(context["title"], _macros(app))
+        context["pagetitle"] = context["title"]
 
 
 def _search_page_script(
@@ -370,7 +372,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # MathJax on every page: headings with math appear on all of them (sidebar, prev/next).
     app.set_html_assets_policy("always")
     app.add_post_transform(HeadingLinkTexts)
-    app.connect("html-page-context", _plain_page_title)
+    # priority 600: after sphinx-book-theme has set pagetitle
+    app.connect("html-page-context", _plain_page_title, priority=600)
     app.connect("html-page-context", _search_page_script)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the scripts' adders
     app.connect("build-finished", _plain_search_titles)
