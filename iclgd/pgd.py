@@ -66,9 +66,10 @@ def dist_to_identity(M) -> jax.Array:
     Returns:
         ``(...)`` values in ``[0, 1]``.
     """
+    M = v.array("M", M, "... d d")
+    if not v.is_tracer(M) and np.any(np.abs(np.asarray(M)).max(axis=(-2, -1)) == 0):
+        raise ValueError("M must hold no matrix that is identically zero (Dist is 0/0 there)")
     M = jnp.asarray(M)
-    if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
-        raise ValueError(f"M must have shape (..., d, d), got shape {tuple(M.shape)}")
     d = M.shape[-1]
     alpha = jnp.trace(M, axis1=-2, axis2=-1) / d
     R = M - alpha[..., None, None] * jnp.eye(d, dtype=M.dtype)
@@ -78,6 +79,7 @@ def dist_to_identity(M) -> jax.Array:
 def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
     """A Haar-distributed ``(d, d)`` orthogonal matrix (QR of a Gaussian matrix, signs fixed by
     the diagonal of ``R``, so that the law is uniform)."""
+    v.prng_key("key", key)
     d = v.positive_int("d", d)
     G = jax.random.normal(key, (d, d))
     Qm, R = jnp.linalg.qr(G)
@@ -87,12 +89,18 @@ def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
 def paper_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
     """``Sigma = U^T D^2 U`` of Secs. 5.3 and 6.1, ``U`` Haar, ``D = diag(diag)`` (the paper's
     ``(1, 1, 0.5, 0.25, 1)`` by default)."""
-    D = jnp.asarray(diag, dtype=float)
-    if D.ndim != 1 or D.shape[0] < 1 or not bool(jnp.all(D > 0)):
-        raise ValueError(f"diag must be a non-empty vector of positive numbers, got {diag!r}")
+    D = _diag(diag)
     U = haar_orthogonal(key, D.shape[0])
     S = U.T @ (D[:, None] ** 2 * U)
     return (S + S.T) / 2
+
+
+def _diag(diag) -> jax.Array:
+    """Check the diagonal of ``D`` (a non-empty vector of finite positive numbers)."""
+    D = v.array("diag", diag, "d")
+    if not v.is_tracer(D) and not np.all(np.asarray(D) > 0):
+        raise ValueError(f"diag must be a vector of positive numbers, got {diag!r}")
+    return jnp.asarray(D, dtype=float)
 
 
 class PaperPrompts(NamedTuple):
@@ -128,9 +136,12 @@ def paper_prompts(
     Returns:
         :class:`PaperPrompts`.
     """
+    v.prng_key("key", key)
     n = v.positive_int("n", n)
     batch = v.positive_int("batch", batch)
-    D = jnp.asarray(diag, dtype=float)
+    if not v.is_tracer(draw):
+        v.positive_int("draw", draw, minimum=0)
+    D = _diag(diag)
     d = D.shape[0]
     k0, k1 = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1 + draw)
     U = haar_orthogonal(k0, d)
@@ -172,11 +183,22 @@ def sparse_risk_exact(A_list, n, Sigma=None, Omega=None):
         Sigma: covariance of ``x`` (default identity).
         Omega: covariance of ``w*`` (default identity; Theorems 4-5 use ``Sigma^{-1}``).
     """
+    if isinstance(A_list, (str, bytes, dict)) or not hasattr(A_list, "__iter__"):
+        raise v.ArgumentTypeError(
+            f"A_list must be a sequence of (d, d) matrices, got {type(A_list).__name__}"
+        )
     As = list(A_list)
     if not As:
         raise ValueError("A_list must hold at least one (d, d) matrix")
-    d = As[0].shape[-1]
     is_sym = isinstance(As[0], sp.MatrixBase)
+    if not is_sym:  # numbers: shapes agree, values finite, n a count, covariances PSD
+        dims = v.Dims()
+        As = [v.array(f"A_list[{i}]", A, "... d d", dims) for i, A in enumerate(As)]
+        n = v.positive_int("n", n)
+        for name, C in (("Sigma", Sigma), ("Omega", Omega)):
+            if C is not None:
+                v.spd_matrix(name, C, dims["d"], psd=True, dtype=np.float64)
+    d = As[0].shape[-1]
     if is_sym:
         eye = sp.eye(d)
     else:
@@ -271,7 +293,10 @@ def quadratic_min(f) -> tuple[float, float]:
     Returns:
         ``(gamma*, f(gamma*))``.
     """
+    v.function("f", f, "a function gamma -> float (a convex quadratic)")
     fm, f0, fp = (float(f(g)) for g in (-1.0, 0.0, 1.0))
+    if not np.all(np.isfinite([fm, f0, fp])):
+        raise ValueError(f"f must be finite at gamma = -1, 0, 1, got {fm}, {f0}, {fp}")
     curv = (fp + fm) / 2 - f0
     if not curv > 0:
         raise ValueError(f"f must be a convex quadratic in gamma; curvature {curv:.3g}")
@@ -307,7 +332,16 @@ def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradSta
     Returns:
         :class:`GradStats`.
     """
+    v.function("per_prompt_loss", per_prompt_loss, "a function (params, *data) -> (N,) losses")
+    chunk = v.positive_int("chunk", chunk)
+    if not data:
+        raise ValueError("data must hold at least one array with a leading prompt axis")
+    data = tuple(v.array(f"data[{i}]", x) for i, x in enumerate(data))
+    if any(x.ndim < 1 for x in data):
+        raise ValueError("every array of data must have a leading (prompt) axis")
     N = int(data[0].shape[0])
+    if N < 2:
+        raise ValueError(f"data must hold at least 2 prompts (a standard error needs 2), got {N}")
     if any(int(x.shape[0]) != N for x in data):
         raise ValueError("every array of data must have the same leading (prompt) axis")
     one = lambda p, *xs: per_prompt_loss(p, *(x[None] for x in xs))[0]  # noqa: E731
@@ -408,3 +442,37 @@ def tuned_gd(k: int, n: int, Sigma, P=None, Omega=None, shared: bool = False) ->
     if np.abs(roots.imag).max() > 1e-9 * np.abs(roots).max():
         raise ValueError(f"the optimal polynomial has complex roots {roots}: no real step sizes")
     return TunedGD(np.sort(1.0 / roots.real), float(M[0, 0] + gvec @ c), c)
+
+
+def gdpp_residual(a, b, lam) -> np.ndarray:
+    """Residual polynomial of GD++ on Theorem 5's set, one value per eigenvalue (Sec. 6, eq. 13).
+
+    With ``A_l = a_l Sigma^{-1}``, ``B_l = b_l I``, ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})``
+    everything whitens: the covariates follow ``X_{l+1} = F_{l+1} X_0`` with
+    ``F_{l+1} = (I + a_l b_l F_l^2 G) F_l`` and ``G = X_c X_c^T / n`` (whitened context Gram
+    matrix), the context labels ``v_l^T X_c`` with ``v_{l+1} = (I + a_l G F_l^2) v_l``, and the
+    query's telescoping sum leaves the prediction error ``-w_bar^T q(G) x_bar`` with
+
+        q(lam) = prod_l (1 + a_l lam f_l(lam)^2),  f_0 = 1,  f_{l+1} = f_l (1 + a_l b_l lam f_l^2).
+
+    The loss is ``E sum_i q(lam_i)^2`` over the eigenvalues ``lam_i`` of ``G``; ``b = 0`` gives
+    preconditioned GD, ``q = prod_l (1 + a_l lam)``. The last ``b`` does not enter.
+
+    Args:
+        a: ``(L,)`` scalars of ``A_l``.
+        b: ``(L,)`` scalars of ``B_l``.
+        lam: ``(...)`` eigenvalues of ``G``.
+
+    Returns:
+        ``(...)`` values ``q(lam)`` (float64).
+    """
+    a = np.asarray(v.array("a", a, "L"), dtype=np.float64)
+    b = np.asarray(v.array("b", b, (a.shape[0],), what="like a"), dtype=np.float64)
+    lam = np.asarray(v.array("lam", lam), dtype=np.float64)
+    if a.shape[0] < 1:
+        raise ValueError("a must hold at least one layer's scalar")
+    f, out = np.ones_like(lam), np.ones_like(lam)
+    for al, bl in zip(a, b, strict=True):
+        out = out * (1 + al * lam * f**2)
+        f = f * (1 + al * bl * lam * f**2)
+    return out

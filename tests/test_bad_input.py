@@ -14,12 +14,14 @@ import pytest
 import sympy
 
 import iclgd
-from iclgd import baselines, config, exact, lsa_sweep, metrics, representation, tasks
+from iclgd import baselines, config, exact, lsa_sweep, metrics, pgd, representation, tasks
 from iclgd import checks as v
 from iclgd import training as train
+from iclgd.exact import wishart
 from iclgd.models import linear_transformer as lt
 from iclgd.models import lsa, softmax, transformer
 from iclgd.symbolic import calculus, gaussian, gd_step
+from iclgd.symbolic import pgd as SPG
 
 NAN, INF = float("nan"), float("inf")
 KEY = jax.random.key(0)
@@ -535,6 +537,109 @@ SINGULAR = [
 # ----------------------------------------------------------------------------------------------
 # The tables
 # ----------------------------------------------------------------------------------------------
+
+# Part III (Ahn et al.): iclgd.pgd and the Wishart moments of iclgd.exact.wishart
+I2, NAN22 = np.eye(2), np.array([[NAN, 0.0], [0.0, 1.0]])
+PER_PROMPT = lambda p, x: x.sum(-1)  # noqa: E731
+NAN_INF += [
+    ("dist_to_identity M", lambda: pgd.dist_to_identity(NAN22), ValueError, f"M {FINITE}"),
+    ("paper_sigma diag", lambda: pgd.paper_sigma(KEY, (1.0, INF)), ValueError, f"diag {FINITE}"),
+    ("paper_prompts diag", lambda: pgd.paper_prompts(KEY, 5, 4, diag=(1.0, NAN)), ValueError,
+     f"diag {FINITE}"),
+    ("sparse_risk_exact A", lambda: pgd.sparse_risk_exact([NAN22], 5), ValueError,
+     rf"A_list\[0\] {FINITE}"),
+    ("sparse_risk_exact Omega", lambda: pgd.sparse_risk_exact([I2], 5, None, NAN22), ValueError,
+     f"Omega {FINITE}"),
+    ("quadratic_min f", lambda: pgd.quadratic_min(lambda g: NAN), ValueError,
+     "f must be finite at gamma"),
+    ("gradient_stats data", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.full((3, 2), NAN)),
+     ValueError, rf"data\[0\] {FINITE}"),
+    ("expect_trace mats", lambda: wishart.expect_trace([NAN22], 3), ValueError,
+     rf"mats\[0\] {FINITE}"),
+    ("expect_trace Sigma", lambda: wishart.expect_trace([I2], 3, NAN22.T * INF), ValueError,
+     f"Sigma {FINITE}"),
+]  # fmt: skip
+DTYPES += [
+    ("dist_to_identity complex", lambda: pgd.dist_to_identity(I2 * 1j), ATE,
+     "M must be a real"),
+    ("expect_trace string", lambda: wishart.expect_trace(["x"], 3), ATE,
+     r"mats\[0\] must be a real"),
+]  # fmt: skip
+KEYS += [
+    ("haar_orthogonal int", lambda: pgd.haar_orthogonal(0, 3), ATE, f"key {PASS_KEY}"),
+    ("paper_sigma int", lambda: pgd.paper_sigma(1), ATE, f"key {PASS_KEY}"),
+    ("paper_prompts int", lambda: pgd.paper_prompts(1, 5, 4), ATE, f"key {PASS_KEY}"),
+]  # fmt: skip
+CONTAINERS += [
+    ("sparse_risk_exact dict", lambda: pgd.sparse_risk_exact({"A": I2}, 5), ATE,
+     "A_list must be a sequence"),
+    ("quadratic_min number", lambda: pgd.quadratic_min(3.0), ATE, "f must be a function"),
+    ("gradient_stats loss None", lambda: pgd.gradient_stats(None, {}, np.ones((3, 2))), ATE,
+     "per_prompt_loss must be a function"),
+]  # fmt: skip
+SIZES += [
+    ("dist_to_identity vector", lambda: pgd.dist_to_identity(np.ones(3)), ValueError,
+     r"M must have shape \(\.\.\., d, d\)"),
+    ("dist_to_identity not square", lambda: pgd.dist_to_identity(np.ones((2, 3))), ValueError,
+     r"M must have shape \(\.\.\., d, d\)"),
+    ("haar_orthogonal d = 0", lambda: pgd.haar_orthogonal(KEY, 0), ValueError, "d must be"),
+    ("paper_sigma empty diag", lambda: pgd.paper_sigma(KEY, ()), ValueError, "diag must have"),
+    ("paper_prompts n = 0", lambda: pgd.paper_prompts(KEY, 0, 4), ValueError, "n must be"),
+    ("paper_prompts batch = 0", lambda: pgd.paper_prompts(KEY, 5, 0), ValueError,
+     "batch must be"),
+    ("paper_prompts draw < 0", lambda: pgd.paper_prompts(KEY, 5, 4, draw=-1), ValueError,
+     "draw must be an integer >= 0"),
+    ("sparse_risk_exact no layers", lambda: pgd.sparse_risk_exact([], 5), ValueError,
+     "A_list must hold at least one"),
+    ("sparse_risk_exact mixed sizes", lambda: pgd.sparse_risk_exact([I2, np.eye(3)], 5),
+     ValueError, r"A_list\[1\] must have shape \(\.\.\., 2, 2\)"),
+    ("sparse_risk_exact n = 0", lambda: pgd.sparse_risk_exact([I2], 0), ValueError,
+     "n must be an integer >= 1"),
+    ("sparse_risk_exact n = 2.5", lambda: pgd.sparse_risk_exact([I2], 2.5), ATE,
+     "n must be an integer >= 1"),
+    ("sparse_risk_exact Sigma size", lambda: pgd.sparse_risk_exact([I2], 5, np.eye(3)),
+     ValueError, r"Sigma must be a square matrix of shape \(2, 2\)"),
+    ("gradient_stats chunk = 0", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.ones((3, 2)),
+     chunk=0), ValueError, "chunk must be"),
+    ("gradient_stats no data", lambda: pgd.gradient_stats(PER_PROMPT, {}), ValueError,
+     "data must hold at least one"),
+    ("gradient_stats one prompt", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.ones((1, 2))),
+     ValueError, "at least 2 prompts"),
+    ("optimal_scalars L = 4", lambda: pgd.optimal_scalars(4, 20, 5), ValueError,
+     "L must be at most 3"),
+    ("optimal_scalars n = 0", lambda: pgd.optimal_scalars(2, 0, 5), ValueError, "n must be"),
+    ("wishart_trace_moment k = 0", lambda: wishart.wishart_trace_moment(0), ValueError,
+     r"k must be an integer in 1\.\.7"),
+    ("wishart_trace_moment k = 8", lambda: wishart.wishart_trace_moment(8), ValueError,
+     r"k must be an integer in 1\.\.7"),
+    ("expect_trace n = -1", lambda: wishart.expect_trace([I2], -1), ValueError,
+     "n must be an integer >= 1"),
+    ("expect_trace mixed sizes", lambda: wishart.expect_trace([I2, np.eye(3)], 3), ValueError,
+     "mats must be square"),
+    ("expect_trace_word empty", lambda: wishart.expect_trace_word([], 3), ValueError,
+     "word must hold at least one token"),
+    ("expect_trace_word no eye", lambda: wishart.expect_trace_word(["S", "S"], 3), ValueError,
+     "eye is required"),
+    ("single_layer_expr d = 0", lambda: SPG.single_layer_expr(0, 3), ValueError, "d must be"),
+    ("single_layer_expr n = 0", lambda: SPG.single_layer_expr(2, 0), ValueError, "n must be"),
+    ("single_layer_risk_expr lam", lambda: SPG.single_layer_risk_expr(2, lam=[1]), ValueError,
+     "lam must have d = 2 entries"),
+    ("component_risk_expr j", lambda: SPG.component_risk_expr(2, 5), ValueError,
+     r"j must be an integer in 0\.\.1"),
+    ("lemma2_expr L = 0", lambda: SPG.lemma2_expr(2, 2, 0), ValueError, "L must be"),
+]  # fmt: skip
+SINGULAR += [
+    ("dist_to_identity zero matrix", lambda: pgd.dist_to_identity(np.zeros((3, 2, 2))),
+     ValueError, "identically zero"),
+    ("paper_sigma zero variance", lambda: pgd.paper_sigma(KEY, (1.0, 0.0)), ValueError,
+     "diag must be a vector of positive numbers"),
+    ("sparse_risk_exact Sigma indefinite", lambda: pgd.sparse_risk_exact([I2], 5, -I2),
+     ValueError, "Sigma must be positive semi-definite"),
+    ("sparse_risk_exact Sigma asymmetric", lambda: pgd.sparse_risk_exact(
+        [I2], 5, np.array([[1.0, 1.0], [0.0, 1.0]])), ValueError, "Sigma must be symmetric"),
+    ("quadratic_min concave", lambda: pgd.quadratic_min(lambda g: -(g**2)), ValueError,
+     "convex quadratic"),
+]  # fmt: skip
 
 TABLES = {
     "nan_inf": NAN_INF,
