@@ -469,8 +469,6 @@ def gdpp_residual(a, b, lam) -> np.ndarray:
     a = np.asarray(v.array("a", a, "L"), dtype=np.float64)
     b = np.asarray(v.array("b", b, (a.shape[0],), what="like a"), dtype=np.float64)
     lam = np.asarray(v.array("lam", lam), dtype=np.float64)
-    if a.shape[0] < 1:
-        raise ValueError("a must hold at least one layer's scalar")
     f, out = np.ones_like(lam), np.ones_like(lam)
     for al, bl in zip(a, b, strict=True):
         out = out * (1 + al * lam * f**2)

@@ -94,3 +94,36 @@ def test_gd_baselines_figure():
         iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0]})
     with pytest.raises(ValueError, match="floor_label"):
         iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0, 3.0]}, floor_label="b")
+
+
+def test_gdpp_residual_matches_model():
+    import jax
+    import jax.numpy as jnp
+
+    from iclgd.models import linear_transformer as LT
+
+    d, n, B = 4, 9, 16
+    k = jax.random.key(0)
+    X, w, xq = (
+        np.asarray(jax.random.normal(jax.random.fold_in(k, i), s), float)
+        for i, s in enumerate([(B, n, d), (B, d), (B, d)])
+    )
+    y, yq = np.einsum("bnd,bd->bn", X, w), np.einsum("bd,bd->b", xq, w)
+    a, b = np.array([-0.3, -0.6, -1.2]), np.array([0.5, 0.4, 0.3])
+    I = jnp.eye(d)
+    args = (jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq), a[:, None, None] * I)
+    pred = np.asarray(LT.gd_plus_plus(*args, b[:, None, None] * I))
+    lam, V = np.linalg.eigh(np.einsum("bni,bnj->bij", X, X) / n)
+    err = -np.einsum("bi,bij,bj,bkj,bk->b", w, V, pgd.gdpp_residual(a, b, lam), V, xq)
+    assert np.allclose(pred - yq, err, atol=1e-4 * np.abs(err).max())
+    lam1 = np.linspace(0, 3, 7)
+    assert np.allclose(pgd.gdpp_residual(a, 0 * b, lam1), np.prod(1 + a[:, None] * lam1, 0))
+    assert np.allclose(
+        pgd.gdpp_residual(a, b + 7.0 * np.eye(3)[2], lam1), pgd.gdpp_residual(a, b, lam1)
+    )
+    with pytest.raises(ValueError, match="b must"):
+        pgd.gdpp_residual(a, b[:2], lam1)
+    with pytest.raises(ValueError, match="finite"):
+        pgd.gdpp_residual(a, b, [np.nan])
+    with pytest.raises(ValueError, match="a must have shape"):
+        pgd.gdpp_residual([], [], lam1)
