@@ -52,6 +52,9 @@ __all__ = [
     "quadratic_min",
     "GradStats",
     "gradient_stats",
+    "TunedGD",
+    "tuned_gd",
+    "gdpp_residual",
 ]
 
 

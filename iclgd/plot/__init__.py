@@ -28,7 +28,13 @@ Index (notebook -> function):
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
 from .multihead import fig2_heads, fig3_prior_mean, fig4_initial_guess, gd_gap, heads_optimum
-from .pgd import multilayer_scalars, single_layer_regulariser, training_dists, weight_heatmaps
+from .pgd import (
+    gd_baselines,
+    multilayer_scalars,
+    single_layer_regulariser,
+    training_dists,
+    weight_heatmaps,
+)
 from .setting import fig1_prior_mean
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
 
@@ -52,4 +58,5 @@ __all__ = [
     "style",
     "training_dists",
     "weight_heatmaps",
+    "gd_baselines",
 ]
