@@ -558,16 +558,34 @@ def limit_matrix(spec: RepresentationSpec) -> jax.Array:
     """The matrix ``A = (Z^T Z + m tau I_N)^{-1} (Z^T Z_hat + (m tau I_N, 0))`` of eq. 34.
 
     The trained transformer's ``A_hat(theta)`` (eq. 35) converges to ``A``;
-    ``y_star_k = <y, A[:, k]>`` (eq. 27), so ``A[:, :N] = I_N``. Requires ``Z^T Z + m tau I``
-    invertible (``tau > 0``, or ``N <= m`` with ``Z`` of full column rank).
+    ``y_star_k = <y, A[:, k]>`` (eq. 27), so ``A[:, :N] = I_N`` for ``tau > 0``.
+
+    At ``tau = 0`` (noise-free labels, Sec. 3.3) ``Z^T Z`` is singular whenever ``N > m``; the
+    paper's ``A`` is then ``Z^dagger Z_hat`` (eq. 26, the Moore-Penrose pseudo-inverse), returned
+    here for every ``N`` (for ``N <= m`` with ``Z`` of full column rank it equals eq. 34). Each
+    column ``Z^dagger z_k`` is the minimum-norm solution of ``Z a = z_k``, a minimiser of the
+    noise-free loss. For ``N > m`` it differs from ``lim_{tau -> 0+} A(tau) = (I_N, Z^dagger Z^Q)``
+    in the first ``N`` columns (``Z^dagger Z != I_N``); both attain the same loss at ``tau = 0``.
 
     Returns:
         ``(N, K)``.
+
+    Raises:
+        ValueError: if ``tau > 0`` but ``Z^T Z + m tau I_N`` is numerically singular in ``Z``'s
+            dtype (``m tau`` below rounding of ``Z^T Z``).
     """
     spec = check_spec(spec)
+    if not v.is_tracer(spec.tau) and float(spec.tau) == 0.0:
+        return _pinv_limit(spec.Z, spec.Z_hat)
     G, R = _gram_rhs(spec)
     _check_gram(G, spec)
     return _solve(G, R)
+
+
+@jax.jit
+def _pinv_limit(Z, Z_hat):
+    """``Z^dagger Z_hat`` ``(N, K)``: eq. 34 at ``tau = 0`` (Sec. 3.3, eq. 26)."""
+    return jnp.linalg.pinv(Z) @ Z_hat
 
 
 @jax.jit
@@ -584,7 +602,10 @@ def _check_gram(G, spec) -> None:
     :func:`iclgd.checks.spd_matrix`) in the coarser of its dtype and that of ``Z`` (a float32 ``Z``
     fixes ``G`` to float32 accuracy only), else solving with it returns garbage or NaN."""
     dt = max(np.dtype(G.dtype), np.dtype(spec.Z.dtype), key=lambda t: np.finfo(t).eps)
-    hint = "spec needs tau > 0, or N <= m and Z of full column rank"
+    hint = (
+        "spec needs tau > 0 with m tau above the rounding of Z^T Z, "
+        "or N <= m and Z of full column rank"
+    )
     v.spd_matrix("Z^T Z + m tau I_N (of spec)", G, dtype=dt, hint=hint)
 
 

@@ -526,9 +526,9 @@ SINGULAR = [
      "ridge regression is singular in float32"),
     ("ridge_eq20 tau 0, Z rank 1", lambda: representation.ridge_eq20(jnp.ones((3, 2)),
      jnp.ones((2, 2)), 0.0), ValueError, "ridge regression is singular"),
-    ("limit_matrix tau 0, N > m", lambda: representation.limit_matrix(SPEC._replace(
-     tau=jnp.asarray(0.0))), ValueError, r"Z\^T Z \+ m tau I_N \(of spec\) must be positive "
-     r"definite .* \(spec needs tau > 0"),
+    ("limit_matrix tau 1e-30, N > m", lambda: representation.limit_matrix(SPEC._replace(
+     tau=jnp.asarray(1e-30))), ValueError, r"Z\^T Z \+ m tau I_N \(of spec\) must be positive "
+     r"definite .* \(spec needs tau > 0 with m tau above the rounding"),
     ("optimal_loss tau 0, N > m", lambda: representation.optimal_loss(SPEC._replace(
      tau=jnp.asarray(0.0))), ValueError, rf"Z\^T Z \+ m tau I_N \(of spec\) {PD}"),
 ]  # fmt: skip

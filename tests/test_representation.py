@@ -255,3 +255,30 @@ def test_bad_spec_and_batch(spec):
         R.y_star(spec, jnp.ones((2, 4)))
     with pytest.raises(ValueError, match="Assumption 1"):
         R.optimal_loss(spec._replace(lam_std=jnp.asarray(2.0)))
+
+
+def test_limit_matrix_tau0_is_pseudo_inverse():
+    """Sec. 3.3, eq. 26: at tau = 0 and N > m, A = Z^dagger Z_hat (Z^T Z is singular)."""
+    s = R.make_representation_spec(jax.random.PRNGKey(3), K=8, d=3, m=2, N=4, tau=0.0)
+    A = np.asarray(R.limit_matrix(s), np.float64)
+    Z, Zh = np.asarray(s.Z, np.float64), np.asarray(s.Z_hat, np.float64)
+    np.testing.assert_allclose(A, np.linalg.pinv(Z) @ Zh, atol=1e-4)
+    np.testing.assert_allclose(Z @ A, Zh, atol=1e-4)  # every column solves Z a_k = z_k
+    # eq. 26: noise-free labels are reproduced exactly, y_k = <y, A[:, k]>
+    lam = np.asarray(R.sample_lambda(jax.random.PRNGKey(4), s, 5), np.float64)
+    np.testing.assert_allclose((lam @ Z) @ A, lam @ Zh, atol=1e-4)
+    # it is a minimiser of the noise-free loss (zero gradient) and not the tau -> 0+ limit's I_N
+    g = jax.grad(S.population_loss_from_A)(jnp.asarray(A, jnp.float32), s)
+    np.testing.assert_allclose(g, 0.0, atol=1e-5)
+    assert not np.allclose(A[:, :4], np.eye(4), atol=1e-2)
+    # N <= m, Z of full column rank: tau = 0 agrees with eq. 34's solve at a tiny tau
+    s2 = R.make_representation_spec(jax.random.PRNGKey(5), K=8, d=3, m=4, N=3, tau=0.0)
+    A2 = R.limit_matrix(s2)
+    np.testing.assert_allclose(A2, R.limit_matrix(s2._replace(tau=jnp.asarray(1e-7))), atol=1e-3)
+    np.testing.assert_allclose(A2[:, :3], np.eye(3), atol=1e-4)
+
+
+def test_limit_matrix_tiny_tau_singular_raises():
+    s = R.make_representation_spec(jax.random.PRNGKey(3), K=8, d=3, m=2, N=4, tau=1e-30)
+    with pytest.raises(ValueError, match="must be positive definite"):
+        R.limit_matrix(s)

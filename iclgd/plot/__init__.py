@@ -35,6 +35,7 @@ from .pgd import (
     training_dists,
     weight_heatmaps,
 )
+from .representation import lemma5_check
 from .setting import fig1_prior_mean
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
 
@@ -59,4 +60,5 @@ __all__ = [
     "training_dists",
     "weight_heatmaps",
     "gd_baselines",
+    "lemma5_check",
 ]

@@ -1,0 +1,60 @@
+"""Figures of Part II (Yang et al. 2024): the setting chapter's Lemma 5 check and the convergence
+of the attention matrix ``A_hat(theta)`` to ``A`` (eq. 34-38)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .core import as_array, finish, new_figure, same_len, style
+
+__all__ = ["lemma5_check"]
+
+
+def lemma5_check(
+    estimates: Mapping[str, tuple[float, float]],
+    closed_forms: Mapping[str, float],
+    steps,
+    gap,
+    dist,
+) -> Figure:
+    """Lemma 5 against Monte Carlo, and ``A_hat(theta) -> A`` during training
+    (``book/part2/setting``).
+
+    (a) Monte Carlo estimates (mean and standard error; error bars are 4 SE) beside the closed
+    forms as horizontal lines; (b) ``L(theta_t) - L*`` and ``||A_hat(theta_t) - A||_F`` against the
+    training step (log scale).
+
+    Args:
+        estimates: label -> ``(mean, standard error)`` of a Monte Carlo estimate.
+        closed_forms: label -> value of a closed form.
+        steps: ``(R,)`` recorded steps.
+        gap: ``(R,)`` ``L(theta_t) - L*`` (positive).
+        dist: ``(R,)`` ``||A_hat(theta_t) - A||_F``.
+    """
+    if not estimates or not closed_forms:
+        raise ValueError("estimates and closed_forms must be non-empty mappings")
+    steps, gap, dist = as_array("steps", steps), as_array("gap", gap), as_array("dist", dist)
+    same_len(steps=steps, gap=gap, dist=dist)
+    if np.any(gap <= 0) or np.any(dist <= 0):
+        raise ValueError("gap and dist must be positive (they are drawn on a log scale)")
+    with style():
+        fig = new_figure(8.0, 3.4)
+        ax1, ax2 = fig.subplots(1, 2)
+        for i, (mean, se) in enumerate(estimates.values()):
+            ax1.errorbar([i], [mean], yerr=[4 * se], fmt="o", color="k", capsize=4)
+        ax1.set_xticks(range(len(estimates)), list(estimates), fontsize=9)
+        for j, (label, val) in enumerate(closed_forms.items()):
+            ax1.axhline(val, color=f"C{j}", ls="--", label=label)
+        ax1.set_xlim(-0.6, len(estimates) - 0.4)
+        ax1.set_ylabel("loss")
+        ax1.set_title("(a) Monte Carlo (±4 SE) vs closed forms")
+        ax1.legend(loc="center left", fontsize=8.5)
+        ax2.semilogy(steps, gap, label=r"$L(\theta_t) - L^\star$")
+        ax2.semilogy(steps, dist, label=r"$\|\widehat A(\theta_t) - A\|_F$")
+        ax2.set_xlabel("step")
+        ax2.set_title(r"(b) $\widehat A(\theta) \to A$ (eq. 38)")
+        ax2.legend()
+    return finish(fig)

@@ -1,0 +1,60 @@
+"""Part II chapter 'The setting': Lemmas 4-5 in sympy (iclgd.symbolic.representation) and its
+figure (iclgd.plot.lemma5_check)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import sympy as sp
+
+from iclgd import plot
+from iclgd.symbolic import representation as SR
+
+
+def test_lemma4_holds_with_variance_tau_only():
+    l4 = SR.lemma4_expr(1, 2)
+    assert sp.expand(l4.lhs - l4.rhs) == 0
+    assert sp.expand(l4.lhs_tau2 - l4.rhs.subs(l4.tau, l4.tau**2)) == 0
+    assert sp.expand(l4.lhs_tau2 - l4.rhs) != 0
+
+
+def test_lemma5_loss_is_eq77_and_printed_L_star_misses_query_noise():
+    lem = SR.lemma5_expr(1, 1, 3)
+    assert sp.expand(lem.loss - lem.eq77) == 0
+    assert sp.expand(lem.loss_tau2 - lem.eq77) != 0
+    mini = SR.lemma5_minimum(lem, [[1, 2, -1]])
+    assert (mini.A_min - mini.A_eq34).applyfunc(sp.cancel) == sp.zeros(1, 3)
+    assert sp.cancel(mini.L_star - mini.L_star_printed - 2 * lem.tau / 6) == 0
+    # numerically: at tau = 1/2 the minimum equals the loss at eq. 34's A
+    at = {lem.tau: sp.Rational(1, 2)}
+    A34 = dict(zip(lem.A_hat, mini.A_eq34.subs(at), strict=True))
+    assert sp.simplify(mini.loss.subs(at).subs(A34) - mini.L_star.subs(at)) == 0
+
+
+def test_lemma5_minimum_singular_and_bad_input():
+    lem = SR.lemma5_expr(1, 1, 2)
+    with pytest.raises(ValueError, match="numeric"):
+        SR.lemma5_minimum(lem, [[1, 2, 3]])
+    with pytest.raises(TypeError, match="Lemma5"):
+        SR.lemma5_minimum("x", [[1, 2]])
+    with pytest.raises(ValueError, match="N must satisfy"):
+        SR.lemma5_expr(1, 2, 2)
+    with pytest.raises(ValueError, match="m"):
+        SR.lemma4_expr(0, 2)
+
+
+def test_lemma5_check_figure_and_bad_input():
+    steps = np.arange(5) * 10
+    fig = plot.lemma5_check(
+        {"a": (1.0, 0.01)}, {"x": 1.0, "y": 0.5}, steps, np.logspace(0, -4, 5), np.ones(5)
+    )
+    assert len(fig.axes) == 2
+    plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.zeros(5), np.ones(5))
+    with pytest.raises(ValueError, match="same length"):
+        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.ones(4), np.ones(5))
+    with pytest.raises(ValueError, match="non-empty"):
+        plot.lemma5_check({}, {"x": 1.0}, steps, np.ones(5), np.ones(5))
