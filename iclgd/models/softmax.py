@@ -30,9 +30,11 @@ Shapes: ``B`` batch, ``K`` dictionary size, ``N`` prompt length, ``d`` token dim
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import checks as v
 from ..metrics import mse
@@ -50,6 +52,9 @@ __all__ = [
     "population_loss",
     "inference_loss",
     "zeta0",
+    "Theorem1Constants",
+    "theorem1_constants",
+    "one_head_lower_bound",
 ]
 
 
@@ -324,3 +329,97 @@ def _zeta0(Q, spec):
     C = _scores(Q, spec)  # (H, N, K)
     Bk = jnp.einsum("ij,hjk->kih", Zbar, C)  # (K, N, H)
     return jnp.min(jnp.linalg.eigvalsh(Bk @ jnp.swapaxes(Bk, 1, 2)))
+
+
+class Theorem1Constants(NamedTuple):
+    """The constants of Theorem 1 (eq. 14-18) at an initialisation (:func:`theorem1_constants`).
+
+    Attributes:
+        zeta0: ``min_k lambda_min(B_k B_k^T)`` (eq. 14).
+        delta0: the initial gap ``L(theta_0) - L*`` (eq. 11).
+        gamma: the smallest ``gamma`` allowed by eq. 15.
+        L_smooth: the smoothness constant ``L`` of eq. 17 at that ``gamma``.
+        eta_Q: ``1 / L`` (eq. 16), the largest rate allowed for ``Q``.
+        eta_w: ``gamma^2 eta_Q`` (eq. 16).
+        rate: ``1 - eta_w zeta0 / (2K)``, the contraction per step of eq. 18.
+    """
+
+    zeta0: float
+    delta0: float
+    gamma: float
+    L_smooth: float
+    eta_Q: float
+    eta_w: float
+    rate: float
+
+
+def theorem1_constants(params: dict, spec: RepresentationSpec) -> Theorem1Constants:
+    """Theorem 1's learning rates and guaranteed rate (eq. 14-18) at the initialisation ``params``.
+
+    Eq. 15: ``gamma >= zeta0^{-5/4} (128 sqrt(2) / (sqrt(2) - 1) ||Z_bar||_2^2 sqrt(H) f_max
+    K^{3/2} Delta0)^{1/2}``; eq. 17: ``L^2 = (8 sqrt(2) H sqrt(K) ||Z_bar||^2 sqrt(Delta0) / zeta0 +
+    1 + ||Z^T Z_hat||_2 / (m tau))^2 ||Z_bar||^4 (8 gamma^2 / K + 4096 K^2 N Delta0 / (gamma
+    zeta0^2)) + 2 H^2 ||Z_bar||^4 (gamma^4 / K^2 + 16384 K^3 ||Z_bar||^2 Delta0^2 / (gamma
+    zeta0^4))`` (read from the paper's typeset formulas), ``Z_bar = (Z^T Z + m tau I)^{1/2}``,
+    ``f_max`` its largest column norm. Needs ``tau > 0`` and Assumption 1 (for ``L*``).
+
+    Returns:
+        A :class:`Theorem1Constants` of Python floats (compute in float64: ``zeta0`` is tiny).
+    """
+    spec = check_spec(spec)
+    _check_softmax_params(params, _spec_dims(spec))
+    if float(spec.tau) <= 0:
+        raise ValueError(f"spec.tau must be > 0 for eq. 17 (it divides by m tau), got {spec.tau}")
+    from ..representation import optimal_loss
+
+    H, K, N, m, tau = params["Q"].shape[0], spec.K, spec.N, spec.m, float(spec.tau)
+    z0 = float(zeta0(params, spec))
+    if not z0 > 0:
+        raise ValueError(f"zeta0 must be > 0 (Assumption 2; Prop. 1 needs H >= N), got {z0:.3g}")
+    d0 = float(population_loss(params, spec)) - float(optimal_loss(spec))
+    Z = np.asarray(spec.Z, np.float64)
+    G = Z.T @ Z + m * tau * np.eye(N)
+    ev, U = np.linalg.eigh(G)
+    Zbar = (U * np.sqrt(np.clip(ev, 0, None))) @ U.T
+    zb2 = float(np.linalg.norm(Zbar, 2)) ** 2  # ||Z_bar||_2^2
+    f_max = float(np.linalg.norm(Zbar, axis=0).max())
+    zz = float(np.linalg.norm(Z.T @ np.asarray(spec.Z_hat, np.float64), 2))
+    c15 = 128 * np.sqrt(2) / (np.sqrt(2) - 1)
+    gamma = z0 ** (-5 / 4) * np.sqrt(c15 * zb2 * np.sqrt(H) * f_max * K**1.5 * d0)
+    first = (8 * np.sqrt(2) * H * np.sqrt(K) * zb2 * np.sqrt(d0) / z0 + 1 + zz / (m * tau)) ** 2
+    first *= zb2**2 * (8 * gamma**2 / K + 4096 * K**2 * N * d0 / (gamma * z0**2))
+    second = 2 * H**2 * zb2**2 * (gamma**4 / K**2 + 16384 * K**3 * zb2 * d0**2 / (gamma * z0**4))
+    L_s = float(np.sqrt(first + second))
+    eta_Q = 1.0 / L_s
+    eta_w = gamma**2 * eta_Q
+    rate = float(1 - eta_w * z0 / (2 * K))
+    return Theorem1Constants(z0, d0, float(gamma), L_s, eta_Q, float(eta_w), rate)
+
+
+def one_head_lower_bound(spec: RepresentationSpec) -> float:
+    """A lower bound on the loss of every one-head model (Sec. 3.3), under Assumption 1.
+
+    With ``H = 1`` each column ``a_hat_k = w_{1,k} softmax(V^T Q_1 v_k)`` has entries of one sign.
+    By Lemma 5, ``L = 1/(2K) sum_k ||Z_bar (a_hat_k - a_k)||^2 + L*``, so
+    ``L >= L* + 1/(2K) sum_k min_{s = +-1} min_{b >= 0} ||Z_bar (s b - a_k)||^2``
+    (non-negative least squares per column, ``a_k`` the columns of eq. 34's ``A``).
+
+    Returns:
+        The bound, a Python float (``>= L*``).
+    """
+    from scipy.optimize import nnls  # scipy is a dependency of jax
+
+    from ..representation import limit_matrix, optimal_loss
+
+    spec = check_spec(spec)
+    L_star = float(optimal_loss(spec))
+    A = np.asarray(limit_matrix(spec), np.float64)
+    Z = np.asarray(spec.Z, np.float64)
+    G = Z.T @ Z + spec.m * float(spec.tau) * np.eye(spec.N)
+    ev, U = np.linalg.eigh(G)
+    Zbar = (U * np.sqrt(np.clip(ev, 0, None))) @ U.T
+    extra = 0.0
+    for k in range(spec.K):
+        target = Zbar @ A[:, k]
+        extra += min(nnls(Zbar, target)[1], nnls(Zbar, -target)[1]) ** 2
+    return L_star + extra / (2 * spec.K)

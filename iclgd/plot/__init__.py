@@ -35,7 +35,7 @@ from .pgd import (
     training_dists,
     weight_heatmaps,
 )
-from .representation import lemma5_check
+from .representation import heads_sweep, lemma5_check, theorem1_rate
 from .setting import fig1_prior_mean
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
 
@@ -61,4 +61,6 @@ __all__ = [
     "weight_heatmaps",
     "gd_baselines",
     "lemma5_check",
+    "theorem1_rate",
+    "heads_sweep",
 ]

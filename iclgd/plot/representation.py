@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from .core import as_array, finish, new_figure, same_len, style
 
-__all__ = ["lemma5_check"]
+__all__ = ["lemma5_check", "theorem1_rate", "heads_sweep"]
 
 
 def lemma5_check(
@@ -57,4 +57,55 @@ def lemma5_check(
         ax2.set_xlabel("step")
         ax2.set_title(r"(b) $\widehat A(\theta) \to A$ (eq. 38)")
         ax2.legend()
+    return finish(fig)
+
+
+def theorem1_rate(steps, gap, fit_steps, fit_gap, bound) -> Figure:
+    """Theorem 1: ``L(theta_t) - L*`` under GD against ``t`` (log scale), the fitted line over the
+    stated range and the bound of eq. 18 (``book/part2/training``).
+
+    Args:
+        steps: ``(T,)`` steps.
+        gap: ``(T,)`` measured ``L(theta_t) - L*`` (positive).
+        fit_steps: ``(F,)`` steps of the fitted range.
+        fit_gap: ``(F,)`` the fitted line ``exp(a + b t)`` there.
+        bound: ``(T,)`` the bound ``(1 - eta_w zeta0 / 2K)^t Delta0`` of eq. 18.
+    """
+    steps, gap, bound = as_array("steps", steps), as_array("gap", gap), as_array("bound", bound)
+    fit_steps, fit_gap = as_array("fit_steps", fit_steps), as_array("fit_gap", fit_gap)
+    same_len(steps=steps, gap=gap, bound=bound)
+    same_len(fit_steps=fit_steps, fit_gap=fit_gap)
+    if np.any(gap <= 0) or np.any(bound <= 0) or np.any(fit_gap <= 0):
+        raise ValueError("gap, fit_gap and bound must be positive (they are drawn on a log scale)")
+    with style():
+        fig = new_figure(6.5, 3.4)
+        ax = fig.subplots()
+        ax.semilogy(steps, gap, label=r"GD, $L(\theta_t) - L^\star$")
+        ax.semilogy(fit_steps, fit_gap, "k--", label="linear fit of log gap")
+        ax.semilogy(steps, bound, color="C3", label="bound, eq. 18")
+        ax.set_xlabel("step t")
+        ax.legend()
+    return finish(fig)
+
+
+def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
+    """Fig. 4: training loss of the one-layer model against the step for several numbers of heads
+    ``H`` (``book/part2/training``), with ``L*`` as a dashed line.
+
+    Args:
+        curves: ``H`` -> ``(T,)`` losses (a run that diverged may be shorter).
+        L_star: the minimum of the loss.
+    """
+    if not curves:
+        raise ValueError("curves must be a non-empty mapping H -> losses")
+    with style():
+        fig = new_figure(6.5, 3.8)
+        ax = fig.subplots()
+        for i, (H, loss) in enumerate(curves.items()):
+            loss = as_array(f"curves[{H}]", loss)
+            ax.semilogy(np.arange(loss.size), loss, color=f"C{i % 10}", label=f"H={H}")
+        ax.axhline(L_star, color="k", ls="--", lw=1, label=r"$L^\star$")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     return finish(fig)
