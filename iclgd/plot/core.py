@@ -228,6 +228,12 @@ def gd_line(ax, gd_risk: float, label: str | None = None):
     return ax.axhline(float(gd_risk), label=label or "_nolegend_", **GD_STYLE)
 
 
+def mark_heads_equal_d(ax, d: int, dx: float = 0.1):
+    """A grey vertical line at ``H = d`` on a plot against the number of heads, labelled."""
+    ax.axvline(d, color="gray", lw=0.8)
+    ax.text(d + dx, 0.97, "$H = d$", color="gray", va="top", transform=ax.get_xaxis_transform())
+
+
 def curve_ylim(curves, extra, ylim):
     if ylim is not None:
         return tuple(ylim)

@@ -20,6 +20,7 @@ from .core import (
     legend_below,
     legend_right,
     log_ticks,
+    mark_heads_equal_d,
     new_figure,
     same_len,
     scale_text,
@@ -79,10 +80,7 @@ def heads_optimum(
         )
         ax.axhline(float(floor), color="tab:blue", ls=":", lw=1.2, label="floor: best over all $H$")
         gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
-        ax.axvline(d, color="gray", lw=0.8)
-        ax.text(
-            d + 0.05, 0.97, "$H = d$", color="gray", va="top", transform=ax.get_xaxis_transform()
-        )
+        mark_heads_equal_d(ax, d, 0.05)
         ax.set(
             xlabel="number of heads $H$",
             ylabel="optimal ICL risk",
@@ -288,10 +286,7 @@ def fig2_heads(
         )
         ax.plot([], [], "^", color="tab:green", mfc="none", ms=8, label="ckpt")
         gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
-        ax.axvline(d, color="gray", lw=0.8)
-        ax.text(
-            d + 0.15, 0.97, "$H = d$", color="gray", va="top", transform=ax.get_xaxis_transform()
-        )
+        mark_heads_equal_d(ax, d, 0.15)
         ax.set(
             yscale="log",
             xlabel="number of heads $H$",
