@@ -24,6 +24,7 @@ Index (notebook -> function):
 * ``part1/multihead_experiments``: Fig. 2 -> :func:`fig2_heads`, Fig. 3 -> :func:`fig3_prior_mean`,
   Fig. 4 -> :func:`fig4_initial_guess`.
 * ``part1/yq_lsa``: Fig. 5 -> :func:`fig5_yq_training`, Fig. 5(b) -> :func:`fig5b_yq_vs_gd`.
+* ``part2/deep``: Fig. 2(b) -> :func:`deep_losses`, Fig. 5 -> :func:`heads_budget`.
 """
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
@@ -37,6 +38,7 @@ from .pgd import (
 )
 from .representation import heads_sweep, lemma5_check, theorem1_rate
 from .setting import fig1_prior_mean
+from .transformer import deep_losses, heads_budget
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
 
 __all__ = [
@@ -63,4 +65,6 @@ __all__ = [
     "lemma5_check",
     "theorem1_rate",
     "heads_sweep",
+    "deep_losses",
+    "heads_budget",
 ]
