@@ -68,6 +68,10 @@ __all__ = [
     "y_best",
     "limit_matrix",
     "optimal_loss",
+    "ridge_matrix",
+    "label_moment",
+    "prediction_gap",
+    "ridge_gap_sweep",
 ]
 
 
@@ -651,3 +655,151 @@ def _optimal_loss(spec, G, R):
     quad = jnp.sum(R * jnp.linalg.solve(G, R), axis=0)  # (K,)
     const = jnp.sum(spec.Z_hat**2, axis=0) + spec.m * spec.tau
     return jnp.sum(const - quad) / (2 * spec.K)
+
+
+# ----------------------------------------------------------------------------------------------
+# Inference (Thm. 2, Sec. 3.2, Fig. 2-3): ridge predictors as matrices and exact expected gaps.
+# ----------------------------------------------------------------------------------------------
+
+
+def ridge_matrix(spec: RepresentationSpec, reg) -> jax.Array:
+    """The ``(N, K)`` matrix ``M`` of the predictor ``y^T M = (y, (Z^Q)^T lam_reg)`` (eq. 22-23).
+
+    ``lam_reg = argmin 1/(2N) sum_i (y_i - lam^T z_i)^2 + reg/2 ||lam||^2
+    = (Z Z^T + N reg I_m)^{-1} Z y``, so ``M = (I_N, Z^T (Z Z^T + N reg I_m)^{-1} Z^Q)``.
+    ``reg = m tau / N`` (eq. 20) gives eq. 34's ``A`` (App. C, eq. 66); ``reg = tau`` (eq. 25) gives
+    the matrix of ``y_best`` (eq. 23).
+
+    Args:
+        spec: the task.
+        reg: the ridge penalty ``> 0`` (in the ``1/(2N)``-normalised objective of eq. 20 and 25).
+
+    Returns:
+        ``(N, K)``.
+    """
+    spec = check_spec(spec)
+    reg = v.scalar("reg", reg)
+    if not v.is_tracer(reg) and not float(reg) > 0:
+        raise ValueError(f"reg must be a ridge penalty > 0, got {float(reg)}")
+    return _ridge_matrix(spec, jnp.asarray(reg, dtype=spec.Z.dtype))
+
+
+@jax.jit
+def _ridge_matrix(spec, reg):
+    Z, m, N = spec.Z, spec.m, spec.N
+    lam_map = jnp.linalg.solve(Z @ Z.T + N * reg * jnp.eye(m), Z)  # (m, N): y -> lam
+    return jnp.concatenate([jnp.eye(N, dtype=Z.dtype), lam_map.T @ spec.ZQ], axis=1)
+
+
+def label_moment(spec: RepresentationSpec, lam_mean=None, lam_std=None) -> jax.Array:
+    """``E[y y^T]`` of the prompt labels ``y = (Z + eps^P)^T lambda`` (eq. 1, 73).
+
+    With ``S = E[lambda lambda^T] = mu mu^T + sigma^2 I_m``: ``E[y y^T] = Z^T S Z + tau tr(S) I_N``.
+    Under Assumption 1 (``S = I_m``) this is ``Z_bar^2 = Z^T Z + m tau I_N`` (eq. 12).
+
+    Args:
+        spec: the task.
+        lam_mean: optional override of ``spec.lam_mean`` (scalar or ``(m,)``), e.g. ``1.0`` for the
+            paper's out-of-domain prompts ``lambda ~ N(1_m, 4 I_m)``.
+        lam_std: optional override of ``spec.lam_std``, e.g. ``2.0``.
+
+    Returns:
+        ``(N, N)``.
+    """
+    spec = check_spec(spec)
+    mean, std = _lambda_law(spec, lam_mean, lam_std)
+    return _label_moment(spec, mean, std)
+
+
+@jax.jit
+def _label_moment(spec, mean, std):
+    Z, N = spec.Z, spec.N
+    S = jnp.outer(mean, mean) + std**2 * jnp.eye(spec.m)
+    return Z.T @ S @ Z + spec.tau * jnp.trace(S) * jnp.eye(N)
+
+
+def prediction_gap(
+    A1: jax.Array, A2: jax.Array, spec: RepresentationSpec, lam_mean=None, lam_std=None
+) -> jax.Array:
+    """The exact ``E_{lambda, eps} [1/K ||y^T A1 - y^T A2||_2^2]`` of two linear predictors.
+
+    This is the normalisation of the paper's Fig. 2 (``1/K ||y_hat - y_star||^2`` with
+    ``A1 = A_hat(theta)``, ``A2 = A``) and Fig. 3 (``1/K ||y_star - y_best||^2``); Theorem 2 bounds
+    half of it, ``1/(2K) ||y_hat - y_star||^2``. It is ``1/K tr(D^T M D)`` with ``D = A1 - A2`` and
+    ``M`` = :func:`label_moment`. Under Assumption 1 and ``A2 = A`` (eq. 34) it equals
+    ``2 (L(A1) - L*)`` by Lemma 5.
+
+    Args:
+        A1, A2: ``(N, K)`` predictor matrices (``y_hat = y^T A``).
+        spec: the task.
+        lam_mean, lam_std: optional overrides of the law of ``lambda`` (see :func:`label_moment`).
+
+    Returns:
+        ``()``.
+    """
+    spec = check_spec(spec)
+    dims = v.Dims(N=spec.N, K=spec.K)
+    A1 = jnp.asarray(v.array("A1", A1, "N K", dims))
+    A2 = jnp.asarray(v.array("A2", A2, "N K", dims))
+    mean, std = _lambda_law(spec, lam_mean, lam_std)
+    return _prediction_gap(A1 - A2, spec, mean, std)
+
+
+@jax.jit
+def _prediction_gap(D, spec, mean, std):
+    M = _label_moment(spec, mean, std)
+    return jnp.sum(D * (M @ D)) / spec.K
+
+
+def ridge_gap_sweep(Z_hat: jax.Array, Ns, tau) -> jax.Array:
+    """Fig. 3's gap ``E [1/K ||y_star - y_best||^2]`` for every prompt length in ``Ns`` (exact).
+
+    The prompt is the first ``N`` of the ``K`` tokens with features ``Z_hat`` (as
+    :func:`make_representation_spec` with the same key gives for every ``N``);
+    ``lambda ~ N(0, I_m)`` (Assumption 1). ``y_star - y_best`` vanishes on the prompt tokens and is
+    ``y^T Z^T Delta Z^Q`` on the others, ``Delta = (G + m tau I)^{-1} - (G + N tau I)^{-1}``,
+    ``G = Z Z^T``; with ``E[y y^T] = Z^T Z + m tau I`` and ``G = sum_i g_i u_i u_i^T``::
+
+        gap(N) = 1/K sum_i c_i (N - m)^2 tau^2 g_i / ((g_i + m tau) (g_i + N tau)^2),
+        c_i = u_i^T Z^Q Z^Q^T u_i
+
+    -- zero at ``N = m``; large where ``G`` has small eigenvalues ``g_i`` (of order ``m tau``),
+    which it has near ``N = m`` (its smallest nonzero one is about ``(sqrt N - sqrt m)^2``).
+    Computed for all ``N`` in one compiled loop (a mask selects the prompt) with linear
+    solves, the same sum without the eigendecomposition.
+
+    Args:
+        Z_hat: ``(m, K)`` features of the whole dictionary.
+        Ns: prompt lengths, each ``1 <= N < K``.
+        tau: noise variance ``> 0``.
+
+    Returns:
+        ``(len(Ns),)``.
+    """
+    Z_hat = jnp.asarray(v.array("Z_hat", Z_hat, "m K"))
+    m, K = Z_hat.shape
+    Ns = np.asarray(Ns)
+    if Ns.ndim != 1 or Ns.size == 0 or not np.issubdtype(Ns.dtype, np.integer):
+        raise ValueError(f"Ns must be a non-empty 1-d sequence of ints, got {Ns!r}")
+    if Ns.min() < 1 or Ns.max() >= K:
+        raise ValueError(f"Ns must lie in 1 <= N < K = {K}, got {Ns.min()} .. {Ns.max()}")
+    tau = v.positive_float("tau", tau)
+    return _ridge_gap_sweep(Z_hat, jnp.asarray(Ns), jnp.asarray(tau, dtype=Z_hat.dtype))
+
+
+@jax.jit
+def _ridge_gap_sweep(Z_hat, Ns, tau):
+    m, K = Z_hat.shape
+
+    def one(N):
+        w = (jnp.arange(K) < N).astype(Z_hat.dtype)  # prompt tokens
+        G = (Z_hat * w) @ Z_hat.T  # Z Z^T
+        GQ = (Z_hat * (1 - w)) @ Z_hat.T  # Z^Q Z^Q^T
+        eye = jnp.eye(m, dtype=Z_hat.dtype)
+        # Delta (G^2 + m tau G) Delta = (N - m)^2 tau^2 P2 G P1 P2 (all commute), P = (G + . I)^-1
+        P2GQ = jnp.linalg.solve(G + N * tau * eye, GQ)
+        P2GQP2 = jnp.linalg.solve(G + N * tau * eye, P2GQ.T)
+        P1G = jnp.linalg.solve(G + m * tau * eye, G)
+        return (N - m) ** 2 * tau**2 * jnp.sum(P1G.T * P2GQP2) / K
+
+    return jax.lax.map(one, Ns)  # a vmapped batched solve hung on a second call (jax 0.10.2, CPU)

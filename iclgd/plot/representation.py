@@ -1,5 +1,6 @@
 """Figures of Part II (Yang et al. 2024): the setting chapter's Lemma 5 check and the convergence
-of the attention matrix ``A_hat(theta)`` to ``A`` (eq. 34-38)."""
+of the attention matrix ``A_hat(theta)`` to ``A`` (eq. 34-38), Theorem 1's rate and Fig. 4 (training
+chapter), Fig. 2(a) and Fig. 3 (inference chapter)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from matplotlib.figure import Figure
 
 from .core import as_array, finish, new_figure, same_len, style
 
-__all__ = ["lemma5_check", "theorem1_rate", "heads_sweep"]
+__all__ = ["lemma5_check", "theorem1_rate", "heads_sweep", "fig2a_inference", "fig3_gap"]
 
 
 def lemma5_check(
@@ -108,4 +109,71 @@ def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
         ax.set_xlabel("step")
         ax.set_ylabel("training loss")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return finish(fig)
+
+
+def fig2a_inference(
+    steps, train_loss, curves: Mapping[str, np.ndarray], exact: Mapping[str, np.ndarray], L_star
+) -> Figure:
+    """Fig. 2(a): training loss and inference losses of the one-layer model against the step
+    (``book/part2/inference``), log scale.
+
+    Args:
+        steps: ``(R,)`` recorded steps.
+        train_loss: ``(R,)`` the training loss ``L(theta_t)``.
+        curves: label -> ``(R,)`` inference losses measured on test prompts (solid).
+        exact: label -> ``(R,)`` their exact expectations (dashed, same colour order as ``curves``).
+        L_star: the infimum of the training loss (dotted line).
+    """
+    steps, train_loss = as_array("steps", steps), as_array("train_loss", train_loss)
+    same_len(steps=steps, train_loss=train_loss)
+    if not curves:
+        raise ValueError("curves must be a non-empty mapping label -> losses")
+    with style():
+        fig = new_figure(6.5, 3.6)
+        ax = fig.subplots()
+        ax.semilogy(steps, train_loss, color="k", label="training loss")
+        for i, (label, y) in enumerate(curves.items()):
+            y = as_array(f"curves[{label!r}]", y)
+            same_len(steps=steps, curve=y)
+            ax.semilogy(steps, y, color=f"C{i}", label=label)
+        for i, (label, y) in enumerate(exact.items()):
+            y = as_array(f"exact[{label!r}]", y)
+            same_len(steps=steps, exact=y)
+            ax.semilogy(steps, y, color=f"C{i}", ls="--", lw=1, label=label)
+        ax.axhline(L_star, color="k", ls=":", lw=1, label=r"$L^\star$")
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return finish(fig)
+
+
+def fig3_gap(Ns, gaps, m: int) -> Figure:
+    """Fig. 3: the gap ``1/K ||y_star - y_best||^2`` against the prompt length ``N``, one thin line
+    per seed and their mean, log scale (exact zeros, at ``N = m``, are not drawn on it; a vertical
+    line marks ``N = m``) (``book/part2/inference``).
+
+    Args:
+        Ns: ``(n,)`` prompt lengths.
+        gaps: ``(S, n)`` gaps, one row per seed (dictionary draw).
+        m: number of basis functions.
+    """
+    Ns = as_array("Ns", Ns)
+    gaps = as_array("gaps", gaps, ndim=2)
+    if gaps.shape[1] != Ns.size:
+        raise ValueError(f"gaps must have shape (S, {Ns.size}) to match Ns, got {gaps.shape}")
+    if np.any(gaps < 0):
+        raise ValueError("gaps must be >= 0")
+    pos = lambda g: np.where(g > 0, g, np.nan)  # noqa: E731
+    with style():
+        fig = new_figure(6.5, 3.6)
+        ax = fig.subplots()
+        for g in gaps:
+            ax.semilogy(Ns, pos(g), color="C0", lw=0.8, alpha=0.5)
+        mean = pos(gaps.mean(axis=0))
+        ax.semilogy(Ns, mean, color="C0", lw=2, label=f"mean of {len(gaps)} seeds")
+        ax.axvline(m, color="k", ls="--", lw=1, label=f"N = m = {m} (gap 0)")
+        ax.set_xlabel("N (examples in the prompt)")
+        ax.set_ylabel(r"$\frac{1}{K}\,\mathbb{E}\,\|\widehat y^\star - \widehat y^{best}\|^2$")
+        ax.legend()
     return finish(fig)

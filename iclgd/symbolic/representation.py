@@ -10,6 +10,9 @@ r"""Lemmas 4 and 5 of Yang et al. (2024), derived symbolically from the data mod
 * :func:`lemma5_minimum` -- at a numeric (rational) feature matrix, the minimiser of that loss over
   ``A_hat`` (a linear solve, exact) and its minimum ``L*`` as a rational function of ``tau``, beside
   ``L*`` as printed in Lemma 5 and eq. 34's ``A``.
+* :func:`theorem2_penalty` -- Theorem 2 from that minimiser: the prediction ``y^T A_min`` of the
+  loss-minimising model is the ridge regression ``(y, (Z^Q)^T lambda_rho)`` for exactly one penalty
+  ``rho``, solved for (the paper's answer is ``m tau / N``, eq. 20).
 
 Example::
 
@@ -29,7 +32,16 @@ from ..checks import positive_int
 from .core import as_matrix
 from .gaussian import expect_independent
 
-__all__ = ["Lemma4", "Lemma5", "Lemma5Minimum", "lemma4_expr", "lemma5_expr", "lemma5_minimum"]
+__all__ = [
+    "Lemma4",
+    "Lemma5",
+    "Lemma5Minimum",
+    "Theorem2Penalty",
+    "lemma4_expr",
+    "lemma5_expr",
+    "lemma5_minimum",
+    "theorem2_penalty",
+]
 
 
 class Lemma4(NamedTuple):
@@ -196,3 +208,61 @@ def lemma5_minimum(lem: Lemma5, Z_hat: Any) -> Lemma5Minimum:
         c = (Zv[:, k].T * Zv[:, k])[0] - (r.T * Gi * r)[0] + (m * tau if k < N else 0)
         printed += c
     return Lemma5Minimum(A_min, A34, L_star, sp.cancel(printed / (2 * K)), loss)
+
+
+class Theorem2Penalty(NamedTuple):
+    """Theorem 2 at numeric features (:func:`theorem2_penalty`).
+
+    Attributes:
+        rho: the penalty symbol of the ridge objective
+            ``1/(2N) sum_i (y_i - lambda^T z_i)^2 + rho/2 ||lambda||^2``.
+        y: ``(N, 1)`` prompt-label symbols.
+        y_model: ``(1, K)`` ``y^T A_min``, the prediction of the loss-minimising model (eq. 27).
+        y_ridge: ``(1, K)`` ``(y^T, lambda_rho^T Z^Q)`` with ``lambda_rho`` the ridge solution,
+            solved from its stationarity conditions (entries rational in ``rho``).
+        solutions: every ``rho`` (in terms of ``tau``) with ``y_model = y_ridge`` for all ``y``.
+        copies_prompt: ``A_min[:, :N] == I_N`` (the model returns the given labels).
+    """
+
+    rho: sp.Symbol
+    y: sp.Matrix
+    y_model: sp.Matrix
+    y_ridge: sp.Matrix
+    solutions: list
+    copies_prompt: bool
+
+
+def theorem2_penalty(lem: Lemma5, Z_hat: Any) -> Theorem2Penalty:
+    """Which ridge regression the loss-minimising model implements (Theorem 2, eq. 20-22, 27).
+
+    At the numeric features ``Z_hat`` ``(m, K)``, :func:`lemma5_minimum` gives the minimiser
+    ``A_min`` of the population loss eq. 9, derived from eq. 1 and eq. 8. Its prediction on a
+    prompt with symbolic labels ``y`` is compared with ``(y, (Z^Q)^T lambda_rho)``, where
+    ``lambda_rho`` minimises the ridge objective with a symbolic penalty ``rho``; matching the
+    coefficients of every ``y_i`` in every query column gives equations in ``rho`` and ``tau``,
+    solved for ``rho``.
+
+    Args:
+        lem: from :func:`lemma5_expr`.
+        Z_hat: numeric ``(m, K)`` features.
+    """
+    mini = lemma5_minimum(lem, Z_hat)
+    m, N, K = lem.m, lem.N, lem.K
+    Zv = as_matrix("Z_hat", Z_hat).applyfunc(sp.nsimplify)
+    rho = sp.Symbol("rho", positive=True)
+    y = sp.Matrix(N, 1, lambda i, _: sp.Symbol(f"y_{i}", real=True))
+    lam = sp.Matrix(m, 1, lambda i, _: sp.Symbol(f"l_{i}", real=True))
+    Z, ZQ = Zv[:, :N], Zv[:, N:]
+    obj = sum(((y[i] - (lam.T * Z[:, i])[0]) ** 2 for i in range(N)), sp.S.Zero) / (2 * N)
+    obj += rho / 2 * (lam.T * lam)[0]
+    sol = sp.solve([sp.diff(obj, s) for s in lam], list(lam), dict=True)
+    lam_rho = lam.subs(sol[0]).applyfunc(sp.cancel)
+    y_model = (y.T * mini.A_min).applyfunc(sp.cancel)
+    y_ridge = y.T.row_join(lam_rho.T * ZQ).applyfunc(sp.cancel)
+    eqs = []
+    for k in range(N, K):
+        num = sp.numer(sp.together(y_model[k] - y_ridge[k]))
+        eqs += [c for c in sp.Poly(sp.expand(num), *y).coeffs() if c != 0]
+    solutions = sp.solve(eqs, rho, dict=True) if eqs else []
+    copies = (mini.A_min[:, :N] - sp.eye(N)).applyfunc(sp.cancel) == sp.zeros(N, N)
+    return Theorem2Penalty(rho, y, y_model, y_ridge, [s[rho] for s in solutions], bool(copies))
