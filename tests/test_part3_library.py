@@ -121,3 +121,74 @@ def test_gradient_stats_noise_and_signal():
     assert np.abs(np.asarray(at_mean.grad["m"])).max() < 1e-5 and at_mean.z2 < 1e-6
     off = pgd.gradient_stats(loss, {"m": jnp.ones(3)}, x)
     assert off.z2 > 100 and np.allclose(off.se["m"], 2 / np.sqrt(4000), rtol=0.1)
+
+
+def test_wishart_power_moments_loop_equation():
+    sym = W.wishart_power_moments(6)
+    assert all(sp.expand(sym[k] - W.wishart_trace_moment(k)) == 0 for k in range(1, 7))
+    assert sym[0] == sp.Symbol("d", positive=True)
+    # d = 1: chi^2_n moments; n = 1: |x|^(2k) moments; E tr (X^T X)^k = E tr (X X^T)^k
+    assert W.wishart_power_moments(30, 7, 1)[30] == sp.prod([7 + 2 * j for j in range(30)])
+    assert W.wishart_power_moments(20, 1, 4)[20] == sp.prod([4 + 2 * j for j in range(20)])
+    assert W.wishart_power_moments(26, 10, 5)[1:] == W.wishart_power_moments(26, 5, 10)[1:]
+    assert W.wishart_power_moments(2, 20, 5) == (5, 100, 2600)
+    for bad in (-1, 41, True, 2.0):
+        with pytest.raises(ValueError, match="k_max"):
+            W.wishart_power_moments(bad, 3, 2)
+    with pytest.raises(ValueError, match="both n and d"):
+        W.wishart_power_moments(3, 4, None)
+    with pytest.raises(ValueError, match="n"):
+        W.wishart_power_moments(3, 0, 2)
+
+
+def test_gdpp_risk_reduces_to_gd_on_b_zero():
+    n, d = 10, 5
+    for L in (1, 2, 3):
+        f, a, b = pgd.gdpp_risk_expr(L, n, d)
+        assert len(a) == L and len(b) == L - 1
+        f0 = sp.expand(f.subs({bi: 0 for bi in b}))
+        assert (
+            sp.expand(
+                f0
+                - pgd.scalar_risk_expr(L, n, d)[0].subs(
+                    dict(zip(pgd.scalar_risk_expr(L, n, d)[1], a, strict=True))
+                )
+            )
+            == 0
+        )
+    opt = pgd.optimal_scalars(3, n, d)
+    risk, g = pgd.gdpp_risk(3, n, d, opt.a, None)
+    assert abs(risk - float(opt.risk)) < 1e-12 and np.abs(g[:3]).max() < 1e-12
+    assert np.abs(g[3:5]).max() > 0.1 and g[5] == 0  # B = 0 is not critical for GD++
+
+
+def test_gdpp_risk_matches_residual_monte_carlo():
+    rng = np.random.default_rng(0)
+    n, d, N = 10, 3, 200_000
+    X = rng.standard_normal((N, n, d))
+    lam = np.linalg.eigvalsh(np.einsum("bni,bnj->bij", X, X) / n)
+    a, b = np.array([-0.8, -0.4]), np.array([0.05, 0.0])
+    e = np.sum(pgd.gdpp_residual(a, b, lam) ** 2, -1)
+    exact = pgd.gdpp_risk(2, n, d, a, b)[0]
+    assert abs(e.mean() - exact) < 4 * e.std() / np.sqrt(N)
+
+
+def test_gdpp_critical_point_and_search():
+    n, d = 10, 5
+    c = pgd.gdpp_critical_point(3, n, d, pgd.optimal_scalars(3, n, d).a)
+    assert c.grad_norm < 1e-25 and c.hess_eigs.min() > 0 and c.b[2] == 0
+    assert c.risk < float(pgd.optimal_scalars(3, n, d).risk)
+    risk, g = pgd.gdpp_risk(3, n, d, c.a, c.b)
+    assert abs(risk - c.risk) < 1e-12 and np.abs(g).max() < 1e-12
+    s = pgd.gdpp_critical_points(2, n, d, jax.random.key(0), 3)
+    assert s.starts == 3 and s.failed + len(s.points) <= 3 and len(s.points) >= 1
+    assert all(p.grad_norm < 1e-25 for p in s.points)
+    assert [p.risk for p in s.points] == sorted(p.risk for p in s.points)
+    with pytest.raises(ValueError, match="L must be at most 3"):
+        pgd.gdpp_risk_expr(4, n, d)
+    with pytest.raises(ValueError, match="dps"):
+        pgd.gdpp_risk(2, n, d, [0.1, 0.1], None, dps=10)
+    with pytest.raises(ValueError, match="b"):
+        pgd.gdpp_risk(2, n, d, [0.1, 0.1], [0.1])
+    with pytest.raises(ValueError, match="a"):
+        pgd.gdpp_critical_point(2, n, d, [0.1, np.nan])

@@ -25,6 +25,20 @@ Cost: ``(2k-1)!!`` matchings (105 at ``k = 4``, 10395 at ``k = 6``); the structu
 * :func:`wishart_trace_moment` -- ``E tr(S^k)`` as a sympy polynomial in ``n, d``.
 * :func:`expect_trace` -- ``E tr(S M_1 ... S M_k)`` for given matrices.
 * :func:`expect_trace_word` -- ``E tr(w)`` for a word of ``"S"`` tokens and matrices.
+* :func:`wishart_power_moments` -- ``E tr(S^k)`` for every ``k`` up to a high order (loop
+  equations; no matchings), for the high-degree polynomials of GD++ (Theorem 5).
+
+**High orders: the loop equations.** For ``Sigma = I`` the powers alone do not need the
+``(2k-1)!!`` matchings. Write ``S = X^T X`` with ``X`` the ``n x d`` matrix of samples and apply
+Gaussian integration by parts, ``E X_ij F(X) = E dF/dX_ij``, to ``tr S^(k+1) = sum_ij X_ij
+(X S^k)_ij`` times any product ``P = prod_r tr S^(a_r)``; ``dS/dX_ij = e_j x_i^T + x_i e_j^T``
+gives, for the real (``beta = 1``) Wishart law,
+
+    E tr S^(k+1) P = (n + k) E tr S^k P + sum_{m<k} E tr S^(m+1) tr S^(k-1-m) P
+                     + sum_r 2 a_r E tr S^(k + a_r) P / tr S^(a_r),
+
+with ``tr S^0 = d``. Every term has total degree one lower, so the products of traces of total
+degree ``<= K`` close under the recursion (:func:`wishart_power_moments`).
 """
 
 from __future__ import annotations
@@ -43,7 +57,10 @@ __all__ = [
     "wishart_trace_moment",
     "expect_trace",
     "expect_trace_word",
+    "wishart_power_moments",
 ]
+
+MAX_POWER = 40
 
 MAX_K = 7
 
@@ -245,3 +262,65 @@ def expect_trace_word(word: Sequence[Any], n: Any, Sigma: Any = None, eye: Any =
         else:
             cur = t if cur is None else cur @ t
     return expect_trace(mats, n, Sigma)
+
+
+def wishart_power_moments(k_max: int, n: Any = None, d: Any = None) -> tuple:
+    """``E tr(S^k)`` for ``k = 0, ..., k_max``, ``S = sum_{i<=n} x_i x_i^T``, ``x_i ~ N(0, I_d)``.
+
+    Exact, from the loop equations of the real Wishart law (module docstring): a recursion over
+    the products of traces of total degree ``<= k_max`` (a few thousand at ``k_max = 26``), in
+    integer arithmetic for integer ``n, d`` and polynomial arithmetic for symbols. It agrees with
+    :func:`wishart_trace_moment` (the matchings) where both apply, ``k <= 7``.
+
+    Args:
+        k_max: highest power, ``0 <= k_max <= 40``.
+        n: number of samples (positive integer) or ``None`` for the symbol ``n``.
+        d: dimension (positive integer) or ``None`` for the symbol ``d``.
+
+    Returns:
+        tuple of ``k_max + 1`` values: Python ints for integer ``n, d``, sympy polynomials in
+        ``n, d`` otherwise. ``E tr S^0 = d``.
+
+    Example::
+
+        >>> wishart_power_moments(2, 20, 5)
+        (5, 100, 2600)
+    """
+    if isinstance(k_max, bool) or not isinstance(k_max, int) or not 0 <= k_max <= MAX_POWER:
+        raise ValueError(f"k_max must be an integer in 0..{MAX_POWER}, got {k_max!r}")
+    symbolic = n is None or d is None
+    if symbolic:
+        if n is not None or d is not None:
+            raise ValueError("give both n and d as integers, or neither (symbols n, d)")
+        R, n_, d_ = sp.ring([sp.Symbol("n", positive=True), sp.Symbol("d", positive=True)], sp.ZZ)
+    else:
+        n_, d_ = v.positive_int("n", n), v.positive_int("d", d)
+    memo: dict = {(): 1}
+
+    def norm(exps):
+        """Drop ``tr S^0 = d`` factors: ``(factor, sorted key)``."""
+        zeros = sum(1 for e in exps if e == 0)
+        return d_**zeros, tuple(sorted((e for e in exps if e > 0), reverse=True))
+
+    def moment(key):
+        if key in memo:
+            return memo[key]
+        k, rest = key[0] - 1, key[1:]
+        terms = [((n_ + k), (k, *rest))]
+        terms += [(1, (m + 1, k - 1 - m, *rest)) for m in range(k)]
+        terms += [(2 * a, (k + a, *rest[:r], *rest[r + 1 :])) for r, a in enumerate(rest)]
+        total = 0
+        for c, exps in terms:
+            f, sub = norm(exps)
+            total = total + c * f * moment(sub)
+        memo[key] = total
+        return total
+
+    out = [d_]
+    for k in range(1, k_max + 1):
+        for j in range(1, k):  # warm the memo degree by degree (bounded recursion depth)
+            moment((j,))
+        out.append(moment((k,)))
+    if symbolic:
+        return tuple(sp.expand(R(x).as_expr()) if x != 1 else sp.Integer(1) for x in out)
+    return tuple(int(x) for x in out)
