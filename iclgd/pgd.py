@@ -757,21 +757,31 @@ class GDppSearch(NamedTuple):
 
 
 def gdpp_critical_points(
-    L: int, n: int, d: int, key: jax.Array, starts: int, *, spread: float = 0.3, dps: int = 50
+    L: int,
+    n: int,
+    d: int,
+    key: jax.Array,
+    starts: int,
+    *,
+    spread: float = 0.3,
+    inits=(),
+    dps: int = 50,
 ) -> GDppSearch:
-    """Multistart :func:`gdpp_critical_point`: the first start is the optimum with ``B = 0``
-    (:func:`optimal_scalars`, ``b = 0``), the others perturb it by ``spread * N(0, 1)`` in every
-    scalar (drawn from ``key``). Points closer than ``1e-6`` are merged.
+    """Multistart :func:`gdpp_critical_point`: first the given ``inits``, then ``starts`` starts
+    of which the first is the optimum with ``B = 0`` (:func:`optimal_scalars`, ``b = 0``) and
+    the others perturb it by ``spread * N(0, 1)`` in every scalar (drawn from ``key``). Points
+    closer than ``1e-6`` are merged.
 
     Args:
         L, n, d: as in :func:`gdpp_risk_expr`.
         key: PRNG key of the perturbations.
         starts: number of starts, ``>= 1``.
         spread: standard deviation of the perturbations, ``>= 0``.
+        inits: sequence of ``(a0, b0)`` starts (``(L,)`` each) tried first.
         dps: decimal digits of Newton's arithmetic.
 
     Returns:
-        :class:`GDppSearch`.
+        :class:`GDppSearch` (``starts`` counts the ``inits`` too).
     """
     L = _check_gdpp_L(L)
     key = v.prng_key("key", key)
@@ -780,14 +790,20 @@ def gdpp_critical_points(
     a_opt = optimal_scalars(L, n, d).a
     z = spread * np.asarray(jax.random.normal(key, (starts, 2 * L)), np.float64)
     z[0] = 0.0
+    if isinstance(inits, (str, bytes)) or not hasattr(inits, "__iter__"):
+        raise v.ArgumentTypeError(f"inits must be a sequence of (a0, b0) pairs, got {inits!r}")
+    inits = [tuple(p) for p in inits]
+    if any(len(p) != 2 for p in inits):
+        raise ValueError("inits must be a sequence of (a0, b0) pairs")
+    todo = inits + [(a_opt + z[i, :L], z[i, L:]) for i in range(starts)]
     points, failed = [], 0
-    for i in range(starts):
+    for a0, b0 in todo:
         try:
-            c = gdpp_critical_point(L, n, d, a_opt + z[i, :L], z[i, L:], dps=dps)
+            c = gdpp_critical_point(L, n, d, a0, b0, dps=dps)
         except ValueError:
             failed += 1
             continue
         x = np.concatenate([c.a, c.b])
         if all(np.abs(x - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
             points.append(c)
-    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, starts)
+    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, len(todo))

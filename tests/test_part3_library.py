@@ -192,3 +192,14 @@ def test_gdpp_critical_point_and_search():
         pgd.gdpp_risk(2, n, d, [0.1, 0.1], [0.1])
     with pytest.raises(ValueError, match="a"):
         pgd.gdpp_critical_point(2, n, d, [0.1, np.nan])
+
+
+def test_gdpp_critical_points_inits():
+    n, d = 10, 3
+    a_opt = pgd.optimal_scalars(2, n, d).a
+    s = pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt, [0.2, 0.0])])
+    assert s.starts == 2 and len(s.points) >= 1
+    with pytest.raises(TypeError, match="inits"):
+        pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=3)
+    with pytest.raises(ValueError, match="pairs"):
+        pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt,)])
