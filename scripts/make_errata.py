@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""Generate the errata page ``book/errata.md`` from the parts' claims tables.
+
+The claims tables at the top of each part (``book/part*/index.md``) are the one source of truth:
+every row whose status says the paper's statement does not survive exact computation (corrected,
+not reproduced, false, vacuous, typos) is copied here, grouped by paper, with its links and glued
+numbers rewritten for the page's location (``book/``). Never edit ``book/errata.md`` by hand:
+
+    python scripts/make_errata.py            # rewrite book/errata.md
+    python scripts/make_errata.py --check    # exit 1 if book/errata.md is out of date (.ci/run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+OUT = BOOK / "errata.md"
+
+#: A status containing one of these words is an erratum of the paper (not of the book).
+ERRATUM = re.compile(r"corrected|not reproduced|false|vacuous|typo", re.IGNORECASE)
+
+HEADER = """\
+# Errata of the three papers
+
+Every statement of the three papers that this book corrects or does not reproduce, one row each,
+with the numbers of its counterexample and a link to the cell that asserts what holds instead.
+This page is generated from the parts' claims tables by `scripts/make_errata.py` (one source of
+truth; `.ci/run` fails when it is out of date), so each row reads as it does there: the claim as the
+paper states it, the verdict, and the evidence. Numbers are glued from the cells that compute them.
+"""
+
+
+def parts() -> list[Path]:
+    """The parts' claims-table pages, in order."""
+    return sorted(BOOK.glob("part*/index.md"))
+
+
+def split_row(line: str) -> list[str]:
+    """Cells of a markdown table row (``|`` inside math or code spans is not a separator)."""
+    cells, cur, depth_math, in_code = [], "", False, False
+    body = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            cur += body[i : i + 2]
+            i += 2
+            continue
+        if ch == "`":
+            in_code = not in_code
+        elif ch == "$" and not in_code:
+            depth_math = not depth_math
+        if ch == "|" and not depth_math and not in_code:
+            cells.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    cells.append(cur.strip())
+    return cells
+
+
+def claims_table(page: Path) -> tuple[str, list[list[str]]]:
+    """The citation key of the part's paper and the rows of its claims table."""
+    text = page.read_text()
+    m = re.search(r"^## Claims table$(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    if not m:
+        raise ValueError(f"{page}: no '## Claims table' section")
+    lines = [ln for ln in m.group(1).splitlines() if ln.startswith("|")]
+    if len(lines) < 3:
+        raise ValueError(f"{page}: the claims table has no rows")
+    header = split_row(lines[0])
+    cite = re.search(r"\{cite:t\}`([^`]+)`", header[0])
+    if not cite or [h.split()[0] for h in header[1:]] != ["status", "where", "evidence"]:
+        raise ValueError(f"{page}: unexpected claims-table header {header}")
+    rows = [split_row(ln) for ln in lines[2:]]
+    bad = [r for r in rows if len(r) != 4]
+    if bad:
+        raise ValueError(f"{page}: rows without 4 cells: {bad[:2]}")
+    return cite.group(1), rows
+
+
+def relocate(cell: str, part: str) -> str:
+    """Rewrite a cell of ``book/<part>/index.md`` for a page in ``book/``."""
+    cell = re.sub(r"\{glue:text\}`([\w.-]+\.ipynb::)", rf"{{glue:text}}`{part}/\1", cell)
+    cell = re.sub(r"\{glue:text\}`\.\./", "{glue:text}`", cell)
+    cell = re.sub(r"\{doc\}`([\w-]+)`", rf"{{doc}}`{part}/\1`", cell)
+    cell = re.sub(r"\{doc\}`\.\./([^`]+)`", r"{doc}`\1`", cell)
+    return cell
+
+
+def errata_rows(page: Path) -> tuple[str, list[list[str]]]:
+    """The part's paper and its erratum rows, relocated."""
+    cite, rows = claims_table(page)
+    part = page.parent.name
+    return cite, [[relocate(c, part) for c in r] for r in rows if ERRATUM.search(r[1])]
+
+
+def render() -> str:
+    out = [HEADER]
+    total = 0
+    for page in parts():
+        cite, rows = errata_rows(page)
+        title = page.read_text().splitlines()[0].lstrip("# ").strip()
+        out.append(f"\n## {title}\n")
+        out.append(f"\n{{cite:t}}`{cite}` ({{doc}}`claims table <{page.parent.name}/index>`).\n")
+        if not rows:
+            out.append("\nNo statement of this paper is corrected.\n")
+            continue
+        out.append("\n| printed claim | verdict | where | what holds (evidence) |\n")
+        out.append("| --- | --- | --- | --- |\n")
+        for r in rows:
+            out.append("| " + " | ".join(r) + " |\n")
+        total += len(rows)
+    out.append(f"\n{total} statements in all.\n")
+    return "".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="fail if book/errata.md is out of date")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        if not OUT.exists() or OUT.read_text() != text:
+            print(
+                "book/errata.md is out of date: run python scripts/make_errata.py", file=sys.stderr
+            )
+            return 1
+        print("book/errata.md is up to date")
+        return 0
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

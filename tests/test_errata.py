@@ -1,0 +1,48 @@
+"""The errata page is generated from the claims tables and must list every corrected row."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("make_errata", REPO / "scripts" / "make_errata.py")
+errata = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(errata)
+
+
+def test_errata_page_is_up_to_date():
+    assert (REPO / "book" / "errata.md").read_text() == errata.render(), (
+        "book/errata.md is out of date: run python scripts/make_errata.py"
+    )
+
+
+def test_every_corrected_row_is_on_the_errata_page():
+    page = (REPO / "book" / "errata.md").read_text()
+    n = 0
+    for part in errata.parts():
+        _, rows = errata.claims_table(part)
+        for claim, status, _, _ in rows:
+            if "corrected" in status.lower() or "not reproduced" in status.lower():
+                assert f"| {errata.relocate(claim, part.parent.name)} | {status} |" in page, claim
+                n += 1
+    assert n >= 20  # the three tables hold at least this many corrections
+
+
+def test_split_row_keeps_pipes_in_math_and_code():
+    row = r"| $\lVert x\rVert$ and $|a|$ | `a | b` | x | y |"
+    assert errata.split_row(row) == [r"$\lVert x\rVert$ and $|a|$", "`a | b`", "x", "y"]
+
+
+def test_relocate_links_for_the_book_root():
+    cell = "{doc}`gdpp`, {doc}`../shared_setting`, {glue:text}`baselines.ipynb::k:s`"
+    assert errata.relocate(cell, "part3") == (
+        "{doc}`part3/gdpp`, {doc}`shared_setting`, {glue:text}`part3/baselines.ipynb::k:s`"
+    )
+
+
+def test_claims_table_errors(tmp_path):
+    bad = tmp_path / "index.md"
+    bad.write_text("# Part\n\nno table\n")
+    with pytest.raises(ValueError, match="Claims table"):
+        errata.claims_table(bad)
