@@ -56,6 +56,8 @@ def test_label_moment_and_prediction_gap_against_monte_carlo():
             R.prediction_gap(A1, A[:, :-1], spec)
         with pytest.raises(ValueError, match="lam_mean"):
             R.prediction_gap(A1, A, spec, lam_mean=np.ones(5))
+        with pytest.raises(ValueError, match="A1"):
+            R.prediction_gap(A1.at[0, 0].set(np.nan), A, spec)
 
 
 def test_ridge_gap_sweep_matches_the_matrices():
@@ -83,6 +85,8 @@ def test_ridge_gap_sweep_matches_the_matrices():
             R.ridge_gap_sweep(Zh, [3], 0.0)
         with pytest.raises(ValueError, match="Z_hat"):
             R.ridge_gap_sweep(np.ones(5), [3], 0.3)
+        with pytest.raises(ValueError, match="Z_hat"):
+            R.ridge_gap_sweep(Zh.at[0, 0].set(np.inf), [3], 0.3)
 
 
 def test_theorem2_penalty_is_m_tau_over_N():
