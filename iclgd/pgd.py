@@ -66,6 +66,7 @@ __all__ = [
     "GDppCritical",
     "gdpp_risk",
     "gdpp_critical_point",
+    "gdpp_gradient_on_S",
     "GDppSearch",
     "gdpp_critical_points",
 ]
@@ -333,6 +334,16 @@ class GradStats(NamedTuple):
     grad: Any
     se: Any
     z2: float
+
+    def z2_against(self, target) -> float:
+        """``||grad - target||^2 / sum(se^2)``: about 1 when ``target`` is the population gradient.
+
+        Args:
+            target: pytree like ``grad`` (e.g. an exact gradient).
+        """
+        diff = jax.tree_util.tree_map(lambda g, t: g - jnp.asarray(t), self.grad, target)
+        num = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(diff))
+        return num / sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(self.se))
 
 
 def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradStats:
@@ -654,6 +665,32 @@ def _check_dps(dps) -> int:
     if dps < 20:
         raise ValueError(f"dps must be at least 20 digits (float64 cancels ~5), got {dps}")
     return dps
+
+
+def gdpp_gradient_on_S(grad, Sigma) -> dict:
+    """Gradient of the full GD++ loss at a point of Theorem 5's set, from the scalar gradient.
+
+    In whitened coordinates the law of the prompts is rotation invariant, so at
+    ``A_l = a_l Sigma^-1``, ``B_l = b_l I`` the gradient in each matrix commutes with every
+    rotation and is a multiple of ``I``; back in the original coordinates
+    ``grad_{A_l} f = (df/da_l / d) Sigma`` and ``grad_{B_l} f = (df/db_l / d) I``.
+
+    Args:
+        grad: ``(2L,)`` derivatives ``(df/da_l, df/db_l)`` (as :func:`gdpp_risk` returns them).
+        Sigma: ``(d, d)`` covariance of ``x``.
+
+    Returns:
+        ``{"A": (L, d, d), "B": (L, d, d)}``, the parameter layout of the GD++ model.
+    """
+    Sigma = jnp.asarray(v.spd_matrix("Sigma", Sigma))
+    grad = jnp.asarray(v.array("grad", grad, "M"))
+    if grad.shape[0] % 2:
+        raise ValueError(f"grad must hold 2L derivatives (a_l then b_l), got {grad.shape[0]}")
+    L, d = grad.shape[0] // 2, Sigma.shape[0]
+    return {
+        "A": grad[:L, None, None] / d * Sigma,
+        "B": grad[L:, None, None] / d * jnp.eye(d, dtype=Sigma.dtype),
+    }
 
 
 class GDppCritical(NamedTuple):

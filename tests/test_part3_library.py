@@ -203,3 +203,15 @@ def test_gdpp_critical_points_inits():
         pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=3)
     with pytest.raises(ValueError, match="pairs"):
         pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt,)])
+
+
+def test_gdpp_gradient_on_S_and_z2_against():
+    Sigma = np.diag([1.0, 2.0, 0.5])
+    g = pgd.gdpp_gradient_on_S([3.0, 6.0, -3.0, 0.0], Sigma)
+    assert np.allclose(g["A"][1], 2.0 * Sigma) and np.allclose(g["B"][0], -np.eye(3))
+    assert g["A"].shape == g["B"].shape == (2, 3, 3)
+    with pytest.raises(ValueError, match="2L derivatives"):
+        pgd.gdpp_gradient_on_S([1.0, 2.0, 3.0], Sigma)
+    st = pgd.GradStats({"x": jnp.array([1.0, 2.0])}, {"x": jnp.array([1.0, 1.0])}, 2.5)
+    assert st.z2_against({"x": jnp.zeros(2)}) == pytest.approx(2.5)
+    assert st.z2_against({"x": jnp.array([1.0, 2.0])}) == 0.0
