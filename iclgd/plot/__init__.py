@@ -24,6 +24,7 @@ Index (notebook -> function):
 * ``part1/multihead_experiments``: Fig. 2 -> :func:`fig2_heads`, Fig. 3 -> :func:`fig3_prior_mean`,
   Fig. 4 -> :func:`fig4_initial_guess`.
 * ``part1/yq_lsa``: Fig. 5 -> :func:`fig5_yq_training`, Fig. 5(b) -> :func:`fig5b_yq_vs_gd`.
+* ``part2/inference``: Fig. 2(a) -> :func:`fig2a_inference`, Fig. 3 -> :func:`fig3_gap`.
 * ``part2/deep``: Fig. 2(b) -> :func:`deep_losses`, Fig. 5 -> :func:`heads_budget`.
 """
 
@@ -36,7 +37,7 @@ from .pgd import (
     training_dists,
     weight_heatmaps,
 )
-from .representation import heads_sweep, lemma5_check, theorem1_rate
+from .representation import fig2a_inference, fig3_gap, heads_sweep, lemma5_check, theorem1_rate
 from .setting import fig1_prior_mean
 from .transformer import deep_losses, heads_budget
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
@@ -47,6 +48,8 @@ __all__ = [
     "PALETTE",
     "STYLE",
     "fig1_prior_mean",
+    "fig2a_inference",
+    "fig3_gap",
     "fig2_heads",
     "fig3_prior_mean",
     "fig4_initial_guess",
