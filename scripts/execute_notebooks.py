@@ -5,7 +5,8 @@ Each notebook runs top to bottom in a fresh kernel (nbclient), with the notebook
 working directory. On success its outputs are written back into the ``.ipynb`` and its
 notebook-level metadata gets ``metadata.iclgd.execution`` (wall time, ``ICLGD_SCALE``, time stamp,
 CPU count, package versions); then ``book/_status.json`` is regenerated
-(``scripts/record_status.py``), which the status page of the book renders. A notebook that fails is
+(``scripts/record_status.py``), which the status page of the book renders, and the errata page and
+the landing page's overview are regenerated (``scripts/make_errata.py``). A notebook that fails is
 left untouched on disk, and the script exits with status 1 after trying the others.
 
 Usage::
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_errata  # noqa: E402  (sibling script)
 import record_status  # noqa: E402  (sibling script)
 
 REPO = record_status.REPO
@@ -110,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ok]      {rel}: {wall:.1f} s", flush=True)
     status = record_status.write_status()
     print(f"wrote {status.relative_to(REPO)}")
+    make_errata.main([])  # the errata page and the landing overview read the new times
     if failed:
         print(
             f"{len(failed)} notebook(s) failed: " + ", ".join(str(p) for p in failed),

@@ -1,18 +1,24 @@
 #!/usr/bin/env python
-"""Generate the errata page ``book/errata.md`` from the parts' claims tables.
+"""Generate the errata page ``book/errata.md`` and the landing overview from the claims tables.
 
 The claims tables at the top of each part (``book/part*/index.md``) are the one source of truth:
 every row whose status says the paper's statement does not survive exact computation (corrected,
 not reproduced, false, vacuous, typos) is copied here, grouped by paper, with its links and glued
-numbers rewritten for the page's location (``book/``). Never edit ``book/errata.md`` by hand:
+numbers rewritten for the page's location (``book/``).
 
-    python scripts/make_errata.py            # rewrite book/errata.md
-    python scripts/make_errata.py --check    # exit 1 if book/errata.md is out of date (.ci/run)
+``book/_overview.md`` (included by the landing page) counts each part's claims by verdict and adds
+the notebooks' run times at ci scale from ``book/_status.json`` (written by
+``scripts/record_status.py``). ``scripts/execute_notebooks.py`` rewrites both after executing.
+Never edit the two files by hand:
+
+    python scripts/make_errata.py            # rewrite book/errata.md and book/_overview.md
+    python scripts/make_errata.py --check    # exit 1 if either is out of date (.ci/run)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -20,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
 OUT = BOOK / "errata.md"
+OVERVIEW = BOOK / "_overview.md"
+STATUS = BOOK / "_status.json"
 
 #: A status containing one of these words is an erratum of the paper (not of the book).
 ERRATUM = re.compile(r"corrected|not reproduced|false|vacuous|typo", re.IGNORECASE)
@@ -121,21 +129,85 @@ def render() -> str:
     return "".join(out)
 
 
+ROMAN = {"part1": "I", "part2": "II", "part3": "III", "part4": "IV"}
+VERDICTS = ("reproduced", "corrected", "not reproduced", "other")
+
+
+def verdict(status: str) -> str:
+    """One of :data:`VERDICTS` for a claims-table status (``other``: the book's own additions)."""
+    s = status.lower()
+    if "not reproduced" in s and "partly" not in s:
+        return "not reproduced"
+    if ERRATUM.search(s):
+        return "corrected"
+    if "reproduced" in s or "made exact" in s:
+        return "reproduced"
+    return "other"
+
+
+def render_overview() -> str:
+    """The landing page's table: claims per part by verdict, and ci run times."""
+    runs = json.loads(STATUS.read_text())["notebooks"]
+    out = [
+        "| part | paper | claims | reproduced | corrected | not reproduced | new "
+        "| notebooks | time |\n",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    ]
+    tot = dict.fromkeys(VERDICTS, 0)
+    tot_t = tot_n = 0
+    for page in parts():
+        cite, rows = claims_table(page)
+        cnt = dict.fromkeys(VERDICTS, 0)
+        for r in rows:
+            cnt[verdict(r[1])] += 1
+        nbs = [r for r in runs if r["path"].startswith(f"book/{page.parent.name}/")]
+        t = sum(r["execution"]["wall_time_s"] for r in nbs)
+        out.append(
+            f"| {{doc}}`Part {ROMAN[page.parent.name]} <{page.parent.name}/index>` "
+            f"| {{cite:t}}`{cite}` "
+            f"| {len(rows)} | "
+            + " | ".join(str(cnt[k]) for k in VERDICTS)
+            + f" | {len(nbs)} | {t:.0f} s |\n"
+        )
+        tot = {k: tot[k] + cnt[k] for k in VERDICTS}
+        tot_t, tot_n = tot_t + t, tot_n + len(nbs)
+    rest = [r for r in runs if not re.match(r"book/part\d/", r["path"])]
+    t_rest = sum(r["execution"]["wall_time_s"] for r in rest)
+    out.append(
+        f"| introduction | — | — | — | — | — | — | {len(rest)} | {t_rest:.0f} s |\n"
+        f"| **all** | | **{sum(tot.values())}** | "
+        + " | ".join(f"**{tot[k]}**" for k in VERDICTS)
+        + f" | **{tot_n + len(rest)}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
+    )
+    scales = sorted({r["execution"]["scale"] for r in runs})
+    out.append(
+        "\n*new*: the book's own additions (not claims of the paper). *time*: the notebooks' "
+        f"last execution at {', '.join(scales)} scale on "
+        f"{runs[0]['execution']['cpu_count']} CPU cores (with whatever else ran then). "
+        "Generated from the claims tables and the execution records; paper-scale runs are on the "
+        "{doc}`status` page.\n"
+    )
+    return "".join(out)
+
+
+def outputs() -> dict[Path, str]:
+    return {OUT: render(), OVERVIEW: render_overview()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="fail if book/errata.md is out of date")
+    ap.add_argument("--check", action="store_true", help="fail if a generated page is out of date")
     args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(
-                "book/errata.md is out of date: run python scripts/make_errata.py", file=sys.stderr
-            )
-            return 1
-        print("book/errata.md is up to date")
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(REPO)}")
+    for path, text in outputs().items():
+        rel = path.relative_to(REPO)
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                print(f"{rel} is out of date: run python scripts/make_errata.py", file=sys.stderr)
+                return 1
+            print(f"{rel} is up to date")
+        else:
+            path.write_text(text)
+            print(f"wrote {rel}")
     return 0
 
 

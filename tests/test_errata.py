@@ -11,10 +11,19 @@ errata = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(errata)
 
 
-def test_errata_page_is_up_to_date():
-    assert (REPO / "book" / "errata.md").read_text() == errata.render(), (
-        "book/errata.md is out of date: run python scripts/make_errata.py"
-    )
+def test_generated_pages_are_up_to_date():
+    for path, text in errata.outputs().items():
+        assert path.read_text() == text, f"{path} is out of date: run python scripts/make_errata.py"
+
+
+def test_verdicts():
+    assert errata.verdict("reproduced (exactly)") == "reproduced"
+    assert errata.verdict("corrected (factor 2)") == "corrected"
+    assert errata.verdict("not reproduced (holds only near $N=m$)") == "not reproduced"
+    assert errata.verdict("partly reproduced (ci)") == "reproduced"
+    assert errata.verdict("vacuous") == "corrected"
+    assert errata.verdict("new (exact)") == "other"
+    assert errata.verdict("made exact") == "reproduced"
 
 
 def test_every_corrected_row_is_on_the_errata_page():
@@ -46,3 +55,13 @@ def test_claims_table_errors(tmp_path):
     bad.write_text("# Part\n\nno table\n")
     with pytest.raises(ValueError, match="Claims table"):
         errata.claims_table(bad)
+
+
+def test_errata_rows_are_the_corrected_and_not_reproduced_claims():
+    n_errata = sum(len(errata.errata_rows(p)[1]) for p in errata.parts())
+    n_verdict = sum(
+        errata.verdict(r[1]) in ("corrected", "not reproduced")
+        for p in errata.parts()
+        for r in errata.claims_table(p)[1]
+    )
+    assert n_errata == n_verdict
