@@ -498,41 +498,41 @@ def test_minilm_embeddings_and_cache(tmp_path, monkeypatch):
 def smollm2():
     pytest.importorskip("transformers", reason=NO_EXTRA)
     pytest.importorskip("gguf", reason=NO_EXTRA)
-    return llm.offline_backend("smollm2", max_new_tokens=8)
+    # float32: on CPUs without native bf16 (AVX2 only) bf16 matmuls are several times slower
+    return llm.offline_backend("smollm2", max_new_tokens=8, dtype="float32")
 
 
 @NEED_STSB
 @NEED_SMOLLM2
 def test_smollm2_end_to_end(smollm2):
-    assert smollm2.dtype == "bfloat16" and smollm2.name == assets.SMOLLM2_GGUF
+    """The pipeline on the real data with the tiny LM; short contexts keep it fast."""
+    assert smollm2.dtype == "float32" and smollm2.name == assets.SMOLLM2_GGUF
     train, test = llm.load_stsb("train"), llm.load_stsb("test")
     pool_guess = np.full(len(train), float(train.score.mean()))
-    query_guess = np.full(len(test), float(train.score.mean()))
+    query_guess = np.full(len(test), 2.5)
     res = llm.run_refinement(
-        smollm2,
-        train,
-        pool_guess,
-        test,
-        query_guess,
-        key=jax.random.key(0),
-        n_runs=2,
-        progress=False,
+        smollm2, train, pool_guess, test, query_guess, n_runs=2, n_context=2, **KW
     )
     assert res.n_runs == 2 and all(isinstance(t, str) for t in res.with_text + res.without_text)
-    assert set(res.with_reason + res.without_reason) <= {
-        "ok",
-        "empty",
-        "not a score",
-        "out of range",
-    }
+    assert set(res.with_reason + res.without_reason) <= set(llm.parse.REASONS)
     assert np.all(np.isnan(res.with_value) | ((res.with_value >= 0) & (res.with_value <= 5)))
     assert res.seconds > 0 and math.isfinite(res.seconds_per_prompt)
-    # greedy decoding: the same prompt gives the same answer
-    prompt = llm.build_prompt(
-        train.take(res.context_idx[0]), (test.sentence1[0], test.sentence2[0])
-    )
-    assert smollm2.n_tokens(prompt) > 200
-    assert smollm2.generate([prompt]) == smollm2.generate([prompt])
+    assert res.summary()["runs"] == 2
+    # greedy decoding: the runner's first prompt, rebuilt, gets the same answer again
+    q = int(res.query_idx[0])
+    ctx = train.take(res.context_idx[0])
+    query = (test.sentence1[q], test.sentence2[q])
+    with_g = llm.build_prompt(ctx, query, context_guess=pool_guess[:2], query_guess=2.5)
+    assert smollm2.generate([with_g]) == [res.with_text[0]]
+    assert smollm2.n_tokens(with_g) > smollm2.n_tokens(llm.build_prompt(ctx, query)) > 50
+
+
+def test_hf_backend_defaults():
+    import inspect
+
+    sig = inspect.signature(llm.HFBackend)
+    assert sig.parameters["dtype"].default == "bfloat16"  # pinned: greedy answers depend on it
+    assert sig.parameters["max_new_tokens"].default == 150  # App. C.3
 
 
 def test_hf_backend_bad_input(tmp_path):
