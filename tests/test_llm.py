@@ -544,3 +544,21 @@ def test_hf_backend_bad_input(tmp_path):
         llm.HFBackend(tmp_path, gguf_file="missing.gguf")
     with pytest.raises(ValueError, match="which must be one of"):
         llm.offline_backend("llama")
+
+
+def test_fig6_refinement():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from iclgd.llm.figure import fig6_refinement
+
+    bars = {"with guesses": (1.2, 0.1), "without": (1.5, 0.2), "guess alone": (0.9, 0.1)}
+    fig = fig6_refinement(bars, title="t", paper={"with guesses": 0.8})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(bars)
+    assert [round(p.get_height(), 6) for p in ax.patches] == [1.2, 1.5, 0.9]
+    assert fig.get_size_inches()[0] <= 8
+    with pytest.raises(TypeError, match="bars must be a non-empty dict"):
+        fig6_refinement({})
+    with pytest.raises(ValueError, match="finite"):
+        fig6_refinement({"a": (np.nan, 0.1)})

@@ -87,11 +87,14 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
     tok = transformers.AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     model = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
     chunks = []
+    # longest first, so that each batch pads to similar lengths (as sentence-transformers does)
+    order = np.argsort([-len(s) for s in sentences], kind="stable")
+    ordered = [sentences[i] for i in order]
     starts = range(0, len(sentences), batch_size)
     with torch.inference_mode():
         for i in tqdm(starts, desc="MiniLM", disable=not progress, leave=False):
             enc = tok(
-                sentences[i : i + batch_size],
+                ordered[i : i + batch_size],
                 padding=True,
                 truncation=True,
                 max_length=MAX_SEQ_LENGTH,
@@ -101,7 +104,9 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             chunks.append(torch.nn.functional.normalize(mean, p=2, dim=1).float().numpy())
-    return np.concatenate(chunks).astype(np.float32)
+    out = np.empty((len(sentences), EMBED_DIM), np.float32)
+    out[order] = np.concatenate(chunks)
+    return out
 
 
 def _import_torch():
