@@ -434,6 +434,45 @@ def test_run_refinement_pairs_and_counts():
     np.testing.assert_array_equal(same.query_idx, res.query_idx)
 
 
+class _Recorder:
+    """A backend that records the batches it is sent."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.batches = []
+
+    def generate(self, prompts):
+        self.batches.append(list(prompts))
+        return ["2.00"] * len(prompts)
+
+
+def test_run_refinement_queries_per_context():
+    pool, queries = _toy(30), _toy(12)
+    rec = _Recorder()
+    res = llm.run_refinement(
+        rec, pool, np.ones(30), queries, np.ones(12), n_runs=7, queries_per_context=3, **KW
+    )
+    c = res.context_idx
+    assert c.shape == (7, 10) and len(set(res.query_idx.tolist())) == 7
+    assert (c[0] == c[1]).all() and (c[1] == c[2]).all() and (c[3] == c[5]).all()
+    assert not (c[2] == c[3]).all() and not (c[5] == c[6]).all()  # a fresh context per group
+    # a group's prompts go together, first with guesses, then without: 3 groups x 2 batches
+    assert [len(b) for b in rec.batches] == [3, 3, 3, 3, 1, 1]
+    assert all("Initial guess" in p for p in rec.batches[0])
+    assert not any("Initial guess" in p for p in rec.batches[1])
+    assert rec.batches[0][0].split("Query")[0] == rec.batches[0][2].split("Query")[0]
+    # the first run of each group draws the context that queries_per_context=1 draws for run g
+    one = llm.run_refinement(
+        _Recorder(), pool, np.ones(30), queries, np.ones(12), n_runs=3, **KW
+    ).context_idx
+    np.testing.assert_array_equal(c[[0, 3, 6]], one)
+    with pytest.raises(ValueError, match="queries_per_context must be an integer >= 1"):
+        llm.run_refinement(
+            rec, pool, np.ones(30), queries, np.ones(12), n_runs=2, queries_per_context=0, **KW
+        )
+
+
 def test_run_refinement_bad_input():
     pool, q = _toy(30), _toy(5)
     b = llm.CallableBackend(lambda p: "1.0")
@@ -527,6 +566,27 @@ def test_smollm2_end_to_end(smollm2):
     assert smollm2.n_tokens(with_g) > smollm2.n_tokens(llm.build_prompt(ctx, query)) > 50
 
 
+@NEED_STSB
+@NEED_SMOLLM2
+def test_smollm2_prefix_cache_and_conversion(smollm2):
+    """Reusing a shared prefix's cache, and the de-quantised copy, give the same answers."""
+    train, test = llm.load_stsb("train"), llm.load_stsb("test")
+    ctx = train.take(np.arange(4))
+    prompts = [llm.build_prompt(ctx, (test.sentence1[i], test.sentence2[i])) for i in range(3)]
+    before = smollm2.reused_tokens
+    cached = smollm2.generate(prompts)
+    assert smollm2.reused_tokens - before > 2 * 100  # the context is computed once
+    plain = llm.offline_backend(
+        "smollm2", convert=False, max_new_tokens=8, dtype="float32", prefix_cache=False
+    )
+    assert plain.generate(prompts) == cached and plain.reused_tokens == 0
+    a = dict(smollm2.model.named_parameters())
+    for name, w in plain.model.named_parameters():
+        assert (a[name] == w).all(), name  # the converted copy holds the same numbers
+    stamp = json.loads((llm.convert_gguf("smollm2") / "source.json").read_text())
+    assert stamp["gguf"] == assets.SMOLLM2_GGUF and len(stamp["sha256"]) == 64
+
+
 def test_hf_backend_defaults():
     import inspect
 
@@ -550,7 +610,7 @@ def test_fig6_refinement():
     import matplotlib
 
     matplotlib.use("Agg")
-    from iclgd.llm.figure import fig6_refinement
+    from iclgd.plot import fig6_refinement
 
     bars = {"with guesses": (1.2, 0.1), "without": (1.5, 0.2), "guess alone": (0.9, 0.1)}
     fig = fig6_refinement(bars, title="t", paper={"with guesses": 0.8})

@@ -19,7 +19,14 @@ models) come from PyPI through ``scripts/fetch_llm_assets.py``; a missing asset 
 """
 
 from .assets import AssetsMissingError, asset_path, cache_dir
-from .backend import COLAB_MODELS, OFFLINE_MODELS, CallableBackend, HFBackend, offline_backend
+from .backend import (
+    COLAB_MODELS,
+    OFFLINE_MODELS,
+    CallableBackend,
+    HFBackend,
+    convert_gguf,
+    offline_backend,
+)
 from .embed import embed_sentences
 from .guess import GuessFit, cosine_guess, guess_mlp, init_guess_mlp, train_guess_model
 from .parse import Answer, parse_score
@@ -46,6 +53,7 @@ __all__ = [
     "HFBackend",
     "CallableBackend",
     "offline_backend",
+    "convert_gguf",
     "OFFLINE_MODELS",
     "COLAB_MODELS",
     "RefineResult",

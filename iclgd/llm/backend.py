@@ -5,10 +5,14 @@
   local GGUF file (``gguf_file=``; ``transformers`` dequantises it with the ``gguf`` package). The
   prompt is sent as one user message through the tokenizer's chat template; decoding is greedy;
   the weights are held in ``bfloat16`` by default -- greedy answers differ between bf16 and fp32,
-  so the dtype is pinned and recorded.
+  so the dtype is pinned and recorded. Consecutive prompts that share a beginning (the same
+  context pairs, another query) reuse its key-value cache (``prefix_cache=True``): only the new
+  tokens are computed.
 * :func:`offline_backend` -- the GGUF models that ``scripts/fetch_llm_assets.py`` fetched:
   ``"qwen"`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, the best instruction model a package registry
-  ships) and ``"smollm2"`` (SmolLM2-135M-Instruct Q4_1, for tests only).
+  ships) and ``"smollm2"`` (SmolLM2-135M-Instruct Q4_1, for tests only). De-quantising a GGUF file
+  takes a minute or more on a CPU, so the first load saves the de-quantised float32 weights and
+  the tokenizer to ``converted/`` in the asset cache (:func:`convert_gguf`); later loads read them.
 * :class:`CallableBackend` -- a Python function ``prompt -> answer`` (a stub for tests of parsing
   and bookkeeping).
 
@@ -17,6 +21,8 @@ torch and transformers are imported when a backend is built, never by ``import i
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,11 +31,19 @@ from .. import checks as v
 from .assets import QWEN_GGUF, SMOLLM2_GGUF, asset_path
 from .embed import _import_torch
 
-__all__ = ["HFBackend", "CallableBackend", "offline_backend", "OFFLINE_MODELS", "COLAB_MODELS"]
+__all__ = [
+    "HFBackend",
+    "CallableBackend",
+    "offline_backend",
+    "convert_gguf",
+    "OFFLINE_MODELS",
+    "COLAB_MODELS",
+]
 
 OFFLINE_MODELS = {"qwen": QWEN_GGUF, "smollm2": SMOLLM2_GGUF}
 COLAB_MODELS = ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
 DTYPES = ("bfloat16", "float16", "float32")
+MIN_PREFIX = 16  # the fewest shared tokens worth reusing a cache for
 
 
 def _prompts(prompts) -> list[str]:
@@ -69,9 +83,14 @@ class HFBackend:
         device: ``"cpu"``, ``"cuda"``, ... (default: CUDA when available).
         local_files_only: default ``True`` for a local directory (never a hub download), ``False``
             for a hub name.
+        prefix_cache: reuse the key-value cache of the previous prompt for the tokens this prompt
+            shares with it (at least 16). The answers are those of a full forward pass up to
+            floating-point rounding (the same numbers summed in other blocks).
 
     Attributes:
-        name, dtype, device, max_new_tokens: as loaded; ``load_seconds``: the time to load.
+        name, dtype, device, max_new_tokens: as loaded; ``load_seconds``: the time to load;
+        ``prompt_tokens``, ``reused_tokens``: tokens sent so far, and how many of them came from
+        the prefix cache.
     """
 
     def __init__(
@@ -83,6 +102,7 @@ class HFBackend:
         max_new_tokens: int = 150,
         device: str | None = None,
         local_files_only: bool | None = None,
+        prefix_cache: bool = True,
     ):
         import time
 
@@ -115,6 +135,9 @@ class HFBackend:
         self.model.to(self.device).eval()
         self.load_seconds = time.perf_counter() - t0
         self._torch = torch
+        self.prefix_cache = bool(prefix_cache)
+        self._prefix = None  # (input ids (1, T), key-value cache of those T tokens)
+        self.prompt_tokens = self.reused_tokens = 0
 
     def _encode(self, prompt: str):
         messages = [{"role": "user", "content": prompt}]
@@ -132,8 +155,10 @@ class HFBackend:
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         for p in _prompts(prompts):
             enc = self._encode(p).to(self.device)
+            ids = enc["input_ids"]
+            past = self._reusable(ids)
             with self._torch.inference_mode():
-                ids = self.model.generate(
+                gen = self.model.generate(
                     **enc,
                     max_new_tokens=self.max_new_tokens,
                     do_sample=False,
@@ -141,10 +166,33 @@ class HFBackend:
                     top_p=None,
                     top_k=None,
                     pad_token_id=pad,
+                    return_dict_in_generate=True,
+                    **({} if past is None else {"past_key_values": past}),
                 )
-            new = ids[0, enc["input_ids"].shape[1] :]
+            self.prompt_tokens += int(ids.shape[1])
+            if self.prefix_cache:
+                cache = gen.past_key_values
+                if hasattr(cache, "crop"):
+                    cache.crop(int(ids.shape[1]))
+                    self._prefix = (ids, cache)
+            new = gen.sequences[0, ids.shape[1] :]
             out.append(tok.decode(new, skip_special_tokens=True))
         return out
+
+    def _reusable(self, ids):
+        """A copy of the last prompt's cache cut to the tokens ``ids`` shares with it, or None."""
+        if not self.prefix_cache or self._prefix is None:
+            return None
+        prev, cache = self._prefix
+        n = min(int(prev.shape[1]), int(ids.shape[1]) - 1)  # keep >= 1 token to compute
+        same = (prev[0, :n] == ids[0, :n]).cpu().numpy()
+        shared = n if same.all() else int(same.argmin())
+        if shared < MIN_PREFIX:
+            return None
+        past = copy.deepcopy(cache)
+        past.crop(shared)
+        self.reused_tokens += shared
+        return past
 
     def n_tokens(self, prompt: str) -> int:
         """The number of tokens of ``prompt`` as sent (chat template included)."""
@@ -152,11 +200,14 @@ class HFBackend:
 
 
 def offline_backend(
-    which: str = "qwen", *, cache: str | os.PathLike | None = None, **kwargs
+    which: str = "qwen", *, cache: str | os.PathLike | None = None, convert: bool = True, **kwargs
 ) -> HFBackend:
     """:class:`HFBackend` of a GGUF model from the asset cache: ``"qwen"`` or ``"smollm2"``.
 
-    Keyword arguments go to :class:`HFBackend` (``dtype``, ``max_new_tokens``, ``device``).
+    With ``convert=True`` (default) the model is read from its de-quantised copy in the cache
+    (made by :func:`convert_gguf` on first use: a minute or two for ``"qwen"``, 6.2 GB on disk);
+    the weights are the same numbers either way. Other keyword arguments go to
+    :class:`HFBackend` (``dtype``, ``max_new_tokens``, ``device``, ``prefix_cache``).
 
     Raises:
         ValueError: an unknown ``which``.
@@ -165,4 +216,53 @@ def offline_backend(
     if which not in OFFLINE_MODELS:
         raise ValueError(f"which must be one of {tuple(OFFLINE_MODELS)}, got {which!r}")
     path = asset_path(OFFLINE_MODELS[which], cache)
-    return HFBackend(path.parent, gguf_file=path.name, local_files_only=True, **kwargs)
+    if not convert:
+        return HFBackend(path.parent, gguf_file=path.name, local_files_only=True, **kwargs)
+    backend = HFBackend(convert_gguf(which, cache=cache), local_files_only=True, **kwargs)
+    backend.name = path.name
+    return backend
+
+
+def _stamp(gguf: Path) -> dict:
+    import transformers
+
+    record = json.loads((gguf.parent / "verified.json").read_text())[gguf.name]
+    return {"gguf": gguf.name, "sha256": record["sha256"], "transformers": transformers.__version__}
+
+
+def convert_gguf(which: str = "qwen", *, cache: str | os.PathLike | None = None) -> Path:
+    """The de-quantised copy of an offline GGUF model: ``converted/<model>/`` in the asset cache.
+
+    ``transformers`` de-quantises the verified GGUF file into float32 tensors; they are saved as
+    safetensors with the tokenizer and the config, and ``source.json`` (written last) records the
+    GGUF file's sha256 and the ``transformers`` version. A copy whose record does not match is
+    made again. Returns the directory.
+    """
+    if which not in OFFLINE_MODELS:
+        raise ValueError(f"which must be one of {tuple(OFFLINE_MODELS)}, got {which!r}")
+    gguf = asset_path(OFFLINE_MODELS[which], cache)
+    out = gguf.parent / "converted" / gguf.stem
+    stamp = _stamp(gguf)
+    try:
+        if json.loads((out / "source.json").read_text()) == stamp:
+            return out
+    except (OSError, ValueError):
+        pass
+    torch, transformers = _import_torch()
+    if (out / "source.json").exists():
+        (out / "source.json").unlink()
+    kw = {"gguf_file": gguf.name, "local_files_only": True}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, **kw)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        gguf.parent, dtype=torch.float32, **kw
+    )
+    # the tensors are plain float32 now; only the quantizer's bookkeeping forbids saving them
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    (out / "source.json").write_text(json.dumps(stamp, indent=1))
+    return out

@@ -1,11 +1,14 @@
 """The §5.3 experiment: paired prompts with and without initial guesses, answers parsed and scored.
 
-Run ``r`` draws, from ``jax.random.fold_in(key, r)``, ``C`` context pairs (without replacement) from
-a labelled pool; the queries are ``n_runs`` distinct pairs of a query set, in an order drawn from
-``key``. Each run sends the *same* context and query twice, with the guesses and without them
-(:func:`~iclgd.llm.prompt.build_prompt`), so the two conditions are compared pair by pair. Every
-answer is parsed strictly (:func:`~iclgd.llm.parse.parse_score`); an unparsed answer is kept with
-its reason and counted, and the squared errors are compared on the runs where both answers parsed.
+Run ``r`` draws, from ``jax.random.fold_in(key, r // q)``, ``C`` context pairs (without replacement)
+from a labelled pool, where ``q = queries_per_context`` (the paper: ``q = 1``, a fresh context for
+every run; ``q > 1`` lets ``q`` consecutive runs share a context, so that a backend with a prefix
+cache computes it once); the queries are ``n_runs`` distinct pairs of a query set, in an order
+drawn from ``key``. Each run sends the *same* context and query twice, with the guesses and without
+them (:func:`~iclgd.llm.prompt.build_prompt`), so the two conditions are compared pair by pair.
+Every answer is parsed strictly (:func:`~iclgd.llm.parse.parse_score`); an unparsed answer is kept
+with its reason and counted, and the squared errors are compared on the runs where both answers
+parsed.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ def run_refinement(
     key: jax.Array,
     n_runs: int,
     n_context: int = 10,
+    queries_per_context: int = 1,
     progress: bool = True,
 ) -> RefineResult:
     """Run the paired experiment of §5.3.
@@ -127,6 +131,9 @@ def run_refinement(
         key: PRNG key of the queries' order and of each run's context.
         n_runs: ``1 <= n_runs <= len(queries)`` (paper: 100).
         n_context: context pairs per prompt, ``1 <= n_context <= len(pool)`` (paper: 10).
+        queries_per_context: consecutive runs that share one context (paper: 1). The prompts of a
+            context are sent together, first with guesses, then without; runs that share a context
+            are not independent, which a paired test over the runs does not account for.
         progress: a tqdm bar over the runs (showing seconds per prompt).
 
     Returns:
@@ -145,38 +152,54 @@ def run_refinement(
     query_guess = np.asarray(v.array("query_guess", query_guess, (len(queries),)), float)
     n_runs = v.positive_int("n_runs", n_runs)
     n_context = v.positive_int("n_context", n_context)
+    per = v.positive_int("queries_per_context", queries_per_context)
     if n_runs > len(queries):
         raise ValueError(f"n_runs must be <= len(queries) = {len(queries)}, got {n_runs}")
     if n_context > len(pool):
         raise ValueError(f"n_context must be <= len(pool) = {len(pool)}, got {n_context}")
     k_order, k_ctx = jax.random.split(key)
     q_idx = np.asarray(jax.random.permutation(k_order, len(queries))[:n_runs])
-    c_idx = np.stack(
+    groups = [range(g, min(g + per, n_runs)) for g in range(0, n_runs, per)]
+    c_idx = np.concatenate(
         [
-            np.asarray(
-                jax.random.choice(jax.random.fold_in(k_ctx, r), len(pool), (n_context,), False)
+            np.broadcast_to(
+                np.asarray(
+                    jax.random.choice(
+                        jax.random.fold_in(k_ctx, g.start // per), len(pool), (n_context,), False
+                    )
+                ),
+                (len(g), n_context),
             )
-            for r in range(n_runs)
+            for g in groups
         ]
     )
-    answers = {"with": [], "without": []}
-    seconds = 0.0
-    bar = tqdm(range(n_runs), desc=getattr(backend, "name", "LM"), disable=not progress)
-    for r in bar:
-        ctx, q = pool.take(c_idx[r]), int(q_idx[r])
-        pair = (queries.sentence1[q], queries.sentence2[q])
-        prompts = [
-            build_prompt(ctx, pair, context_guess=pool_guess[c_idx[r]], query_guess=query_guess[q]),
-            build_prompt(ctx, pair),
-        ]
-        t0 = time.perf_counter()
-        texts = backend.generate(prompts)
-        seconds += time.perf_counter() - t0
-        if len(texts) != 2 or not all(isinstance(t, str) for t in texts):
-            raise TypeError(f"backend.generate must return one string per prompt, got {texts!r}")
-        answers["with"].append(parse_score(texts[0]))
-        answers["without"].append(parse_score(texts[1]))
-        bar.set_postfix(s_per_prompt=f"{seconds / (2 * (r + 1)):.2f}")
+    answers = {"with": [None] * n_runs, "without": [None] * n_runs}
+    seconds, done = 0.0, 0
+    bar = tqdm(total=n_runs, desc=getattr(backend, "name", "LM"), disable=not progress)
+    for g in groups:
+        ctx, guesses = pool.take(c_idx[g.start]), pool_guess[c_idx[g.start]]
+        pairs = [(queries.sentence1[q], queries.sentence2[q]) for q in q_idx[g].tolist()]
+        prompts = {
+            "with": [
+                build_prompt(ctx, pair, context_guess=guesses, query_guess=query_guess[q])
+                for pair, q in zip(pairs, q_idx[g].tolist(), strict=True)
+            ],
+            "without": [build_prompt(ctx, pair) for pair in pairs],
+        }
+        for cond, batch in prompts.items():  # a context's prompts back to back (prefix cache)
+            t0 = time.perf_counter()
+            texts = backend.generate(batch)
+            seconds += time.perf_counter() - t0
+            if len(texts) != len(batch) or not all(isinstance(t, str) for t in texts):
+                raise TypeError(
+                    f"backend.generate must return one string per prompt, got {texts!r}"
+                )
+            for r, text in zip(g, texts, strict=True):
+                answers[cond][r] = parse_score(text)
+        done += len(g)
+        bar.update(len(g))
+        bar.set_postfix(s_per_prompt=f"{seconds / (2 * done):.2f}")
+    bar.close()
     col = lambda cond, field: [getattr(a, field) for a in answers[cond]]
     return RefineResult(
         query_idx=q_idx,

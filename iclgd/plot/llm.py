@@ -1,7 +1,6 @@
 """Fig. 6 of Xie et al. (§5.3) redrawn: the LM's MSE with and without initial guesses.
 
-It lives beside the experiment rather than in :mod:`iclgd.plot` so that ``iclgd.plot`` stays free of
-the optional extra's names; it uses :mod:`iclgd.plot`'s style and page width.
+It draws plain numbers (matplotlib only): the LM stack of ``iclgd.llm`` is not imported.
 """
 
 from __future__ import annotations
@@ -9,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+
+from .core import PALETTE, finish, new_figure, style
 
 __all__ = ["fig6_refinement"]
 
@@ -25,8 +26,6 @@ def fig6_refinement(bars: Mapping[str, tuple[float, float]], *, title: str = "",
     Returns:
         A matplotlib ``Figure`` (not shown).
     """
-    from iclgd.plot.core import PALETTE, finish, new_figure, style
-
     if not isinstance(bars, Mapping) or not bars:
         raise TypeError("bars must be a non-empty dict {label: (mse, standard error)}")
     labels = list(bars)
