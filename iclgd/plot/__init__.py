@@ -30,6 +30,7 @@ Index (notebook -> function):
 """
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
+from .ladder import risk_ladder
 from .llm import fig6_refinement
 from .multihead import fig2_heads, fig3_prior_mean, fig4_initial_guess, gd_gap, heads_optimum
 from .pgd import (
@@ -73,4 +74,5 @@ __all__ = [
     "heads_sweep",
     "deep_losses",
     "heads_budget",
+    "risk_ladder",
 ]
