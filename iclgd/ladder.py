@@ -328,6 +328,7 @@ def risk_ladder(
     n_mc: int = 50_000,
     lsa_restarts: int = 4,
     lsa_steps: int = 300,
+    lsa_method: str = "auto",
     gdpp_starts: int = 1,
 ) -> Ladder:
     """The rungs of the module docstring for one prior and context length.
@@ -343,6 +344,8 @@ def risk_ladder(
         n_mc: draws of ``X`` for the Monte Carlo rungs (Bayes and ridge where no closed form).
         lsa_restarts: random starts of the single-head LSA search (:func:`iclgd.exact.best_lsa`).
         lsa_steps: L-BFGS iterations per start of that search.
+        lsa_method: its ``method``: ``"auto"`` (subspaces seeded by L-BFGS on the weights; the
+            most reliable) or ``"subspace"`` (random subspaces only: one compilation less).
         gdpp_starts: starts of the GD++ critical-point search (the first is the ``B = 0`` optimum).
 
     Returns:
@@ -357,6 +360,8 @@ def risk_ladder(
     n_mc = v.positive_int("n_mc", n_mc, 2)
     lsa_restarts = v.positive_int("lsa_restarts", lsa_restarts)
     lsa_steps = v.positive_int("lsa_steps", lsa_steps)
+    if lsa_method not in ("auto", "subspace"):
+        raise ValueError(f"lsa_method must be 'auto' or 'subspace', got {lsa_method!r}")
     gdpp_starts = v.positive_int("gdpp_starts", gdpp_starts)
     key = jax.random.key(0) if key is None else v.prng_key("key", key)
     k_bayes, k_ridge, k_lsa, k_pp = jax.random.split(key, 4)
@@ -385,7 +390,9 @@ def risk_ladder(
     else:
         for k in (1, 2, 3):
             skipped[f"pgd{k}"] = "tuned_gd's exact loss is for noise-free labels"
-    lsa1 = exact.best_lsa(ex, 1, restarts=lsa_restarts, steps=lsa_steps, key=k_lsa)
+    lsa1 = exact.best_lsa(
+        ex, 1, restarts=lsa_restarts, steps=lsa_steps, key=k_lsa, method=lsa_method
+    )
     rungs.append(_rung("lsa1", lsa1.risk, method="search", detail=lsa1.method))
     rungs.append(_rung("lsa_d", exact.best_multihead_lsa(ex).risk))
     yq = exact.best_multihead_yq_lsa(ex)

@@ -86,11 +86,13 @@ def test_settings_and_null_risk():
 
 @pytest.fixture(scope="module")
 def ladders():
-    kw = dict(n_mc=2000, lsa_restarts=2, lsa_steps=100)
+    kw = dict(n_mc=2000, lsa_restarts=2, lsa_steps=100, lsa_method="subspace")  # the chapter: auto
     return {
         "part1": ladder.risk_ladder(iclgd.make_prior(2, mu=[1.0, -1.0]), 3, **kw),
         "thm1": ladder.risk_ladder(iclgd.make_prior(2, Sigma=SIG), 1, **kw),
-        "part3": ladder.risk_ladder(iclgd.make_prior(2, Sigma=SIG, Omega=np.linalg.inv(SIG)), 3),
+        "part3": ladder.risk_ladder(
+            iclgd.make_prior(2, Sigma=SIG, Omega=np.linalg.inv(SIG)), 3, **kw
+        ),
         "noisy": ladder.risk_ladder(iclgd.make_prior(2, mu=[0.5, 0.0], noise_std=0.3), 3, **kw),
     }
 
@@ -144,6 +146,8 @@ def test_ladder_bad_input():
         ladder.risk_ladder(p, 0)
     with pytest.raises(ValueError, match="lsa_restarts"):
         ladder.risk_ladder(p, 3, lsa_restarts=0)
+    with pytest.raises(ValueError, match="lsa_method"):
+        ladder.risk_ladder(p, 3, lsa_method="lbfgs")
     with pytest.raises(TypeError, match="lad"):
         ladder.relations({"bayes": 0.0})
     with pytest.raises(ValueError, match="z must be"):
