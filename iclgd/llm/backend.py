@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -173,7 +174,7 @@ class HFBackend:
             if self.prefix_cache:
                 cache = gen.past_key_values
                 if hasattr(cache, "crop"):
-                    cache.crop(int(ids.shape[1]))
+                    _crop_to(cache, int(ids.shape[1]))
                     self._prefix = (ids, cache)
             new = gen.sequences[0, ids.shape[1] :]
             out.append(tok.decode(new, skip_special_tokens=True))
@@ -190,13 +191,65 @@ class HFBackend:
         if shared < MIN_PREFIX:
             return None
         past = copy.deepcopy(cache)
-        past.crop(shared)
+        _crop_to(past, shared)
         self.reused_tokens += shared
         return past
 
     def n_tokens(self, prompt: str) -> int:
         """The number of tokens of ``prompt`` as sent (chat template included)."""
         return int(self._encode(prompt)["input_ids"].shape[1])
+
+
+def _stream_gguf_tensors(gguf: Path, config, out: Path, torch, transformers) -> None:
+    """De-quantise ``gguf`` tensor by tensor into safetensors shards in ``out`` (the loop of
+    ``transformers.modeling_gguf_pytorch_utils.load_gguf_checkpoint``, written out as it goes)."""
+    import numpy as np
+    from gguf import GGUFReader, dequantize
+    from safetensors.torch import save_file
+    from transformers import modeling_gguf_pytorch_utils as G
+
+    reader = GGUFReader(gguf)
+    parsed = G.load_gguf_checkpoint(gguf, return_tensors=False)
+    arch = parsed["config"]["model_type"]
+    processor = G.TENSOR_PROCESSORS.get(arch, G.TensorProcessor)(config=parsed["config"])
+    with torch.device("meta"):
+        skeleton = transformers.AutoModelForCausalLM.from_config(config)
+    mapping = G.get_gguf_hf_weights_map(skeleton, processor)
+    shard, size, index = {}, 0, {}
+
+    def flush():
+        nonlocal shard, size
+        if shard:
+            name = f"model-{len(set(index.values())) + 1:05d}.safetensors"
+            save_file(shard, out / name, metadata={"format": "pt"})
+            index.update(dict.fromkeys(shard, name))
+            shard, size = {}, 0
+
+    for t in reader.tensors:
+        res = processor.process(
+            weights=dequantize(t.data, t.tensor_type),
+            name=t.name,
+            tensor_key_mapping=mapping,
+            parsed_parameters={"tensors": {}},
+        )
+        if res.name in mapping:
+            w = torch.from_numpy(np.ascontiguousarray(res.weights, dtype=np.float32))
+            shard[mapping[res.name]] = w
+            size += w.numel() * 4
+            if size >= 500 * 2**20:
+                flush()
+    flush()
+    (out / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": index}, indent=1)
+    )
+
+
+def _crop_to(cache, n: int) -> None:
+    """Cut a key-value cache to its first ``n`` tokens (``crop(-k)`` removes the last ``k``: the
+    one call shape that both transformers 4.x and 5.x read the same way)."""
+    extra = cache.get_seq_length() - n
+    if extra > 0:
+        cache.crop(-extra)
 
 
 def offline_backend(
@@ -233,10 +286,13 @@ def _stamp(gguf: Path) -> dict:
 def convert_gguf(which: str = "qwen", *, cache: str | os.PathLike | None = None) -> Path:
     """The de-quantised copy of an offline GGUF model: ``converted/<model>/`` in the asset cache.
 
-    ``transformers`` de-quantises the verified GGUF file into float32 tensors; they are saved as
-    safetensors with the tokenizer and the config, and ``source.json`` (written last) records the
-    GGUF file's sha256 and the ``transformers`` version. A copy whose record does not match is
-    made again. Returns the directory.
+    The verified GGUF file is de-quantised one tensor at a time (``gguf.dequantize``, with the
+    tensor names and the per-architecture processing of ``transformers``' own GGUF loader) into
+    float32 safetensors shards of about 500 MB, so the conversion holds one shard in memory rather
+    than the model twice (``from_pretrained(gguf_file=...)`` peaks at 9 GB for Qwen-1.5B); the
+    tokenizer and the config are saved beside them. ``source.json`` (written last) records the GGUF
+    file's sha256 and the ``transformers`` version; a copy whose record does not match is made
+    again. Returns the directory.
     """
     if which not in OFFLINE_MODELS:
         raise ValueError(f"which must be one of {tuple(OFFLINE_MODELS)}, got {which!r}")
@@ -249,20 +305,15 @@ def convert_gguf(which: str = "qwen", *, cache: str | os.PathLike | None = None)
     except (OSError, ValueError):
         pass
     torch, transformers = _import_torch()
-    if (out / "source.json").exists():
-        (out / "source.json").unlink()
+    if out.exists():
+        shutil.rmtree(out)  # a stale or partial copy
+    out.mkdir(parents=True)
     kw = {"gguf_file": gguf.name, "local_files_only": True}
-    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, **kw)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        gguf.parent, dtype=torch.float32, **kw
-    )
-    # the tensors are plain float32 now; only the quantizer's bookkeeping forbids saving them
-    model.hf_quantizer = None
-    model.is_quantized = False
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(out)
-    model.save_pretrained(out)
+    transformers.AutoTokenizer.from_pretrained(gguf.parent, **kw).save_pretrained(out)
+    config = transformers.AutoConfig.from_pretrained(gguf.parent, **kw)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(out)
+    _stream_gguf_tensors(gguf, config, out, torch, transformers)
     (out / "source.json").write_text(json.dumps(stamp, indent=1))
     return out
