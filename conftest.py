@@ -3,7 +3,16 @@
 nbval compares each cell's stdout and its text/plain and text/latex outputs exactly. stderr (tqdm
 progress bars, JAX and library warnings) differs between runs and machines, so it is kept out of
 the comparison here -- nbval's documented hook (``collector.skip_compare``).
+
+Tests run on two pytest-xdist workers (``addopts`` in pyproject.toml), each starting its own
+notebook kernels; on a GPU, JAX's default of preallocating 75 % of the device memory per process
+would let only one of them run, so it allocates on demand here (kernels inherit the environment).
 """
+
+import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def pytest_collectstart(collector):

@@ -174,15 +174,15 @@ def render_overview() -> str:
     rest = [r for r in runs if not re.match(r"book/part\d/", r["path"])]
     t_rest = sum(r["execution"]["wall_time_s"] for r in rest)
     out.append(
-        f"| introduction | — | — | — | — | — | — | {len(rest)} | {t_rest:.0f} s |\n"
+        f"| introduction, risk ladder | — | — | — | — | — | — | {len(rest)} | {t_rest:.0f} s |\n"
         f"| **all** | | **{sum(tot.values())}** | "
         + " | ".join(f"**{tot[k]}**" for k in VERDICTS)
         + f" | **{tot_n + len(rest)}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
     )
     scales = sorted({r["execution"]["scale"] for r in runs})
     out.append(
-        "\n*new*: the book's own additions (not claims of the paper). *time*: the notebooks' "
-        f"last execution at {', '.join(scales)} scale on "
+        "\n*new*: the book's own additions (not claims of the paper). *time*: the sum of the "
+        f"notebooks' last executions, one at a time, at {', '.join(scales)} scale on "
         f"{runs[0]['execution']['cpu_count']} CPU cores (with whatever else ran then). "
         "Generated from the claims tables and the execution records; paper-scale runs are on the "
         "{doc}`status` page.\n"

@@ -27,6 +27,7 @@ Index (notebook -> function):
 * ``part1/sts_b``: Fig. 6 -> :func:`fig6_refinement`.
 * ``part2/inference``: Fig. 2(a) -> :func:`fig2a_inference`, Fig. 3 -> :func:`fig3_gap`.
 * ``part2/deep``: Fig. 2(b) -> :func:`deep_losses`, Fig. 5 -> :func:`heads_budget`.
+* ``risk_ladder``: every model's risk on one task -> :func:`risk_ladder`.
 """
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
