@@ -130,8 +130,11 @@ class HFBackend:
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
             model, local_files_only=local_files_only, **gguf
         )
+        # on a GPU the weights go straight to it (device_map): a 7B model in bf16 (15 GB) need not
+        # fit in the host's memory first
+        placed = {} if self.device == "cpu" else {"device_map": self.device}
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            model, local_files_only=local_files_only, dtype=getattr(torch, dtype), **gguf
+            model, local_files_only=local_files_only, dtype=getattr(torch, dtype), **gguf, **placed
         )
         self.model.to(self.device).eval()
         self.load_seconds = time.perf_counter() - t0

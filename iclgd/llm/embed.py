@@ -85,7 +85,9 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
     from tqdm.auto import tqdm
 
     tok = transformers.AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True)
+    model = model.to(device).eval()
     chunks = []
     # longest first, so that each batch pads to similar lengths (as sentence-transformers does)
     order = np.argsort([-len(s) for s in sentences], kind="stable")
@@ -100,10 +102,11 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
                 max_length=MAX_SEQ_LENGTH,
                 return_tensors="pt",
             )
+            enc = enc.to(device)
             hidden = model(**enc).last_hidden_state  # (b, T, 384)
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            chunks.append(torch.nn.functional.normalize(mean, p=2, dim=1).float().numpy())
+            chunks.append(torch.nn.functional.normalize(mean, p=2, dim=1).float().cpu().numpy())
     out = np.empty((len(sentences), EMBED_DIM), np.float32)
     out[order] = np.concatenate(chunks)
     return out

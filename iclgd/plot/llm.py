@@ -5,6 +5,7 @@ It draws plain numbers (matplotlib only): the LM stack of ``iclgd.llm`` is not i
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
@@ -47,6 +48,6 @@ def fig6_refinement(bars: Mapping[str, tuple[float, float]], *, title: str = "",
                 ax.legend(handles[:1], names[:1], loc="upper right")
         ax.set_xticks(x, labels)
         ax.set_ylabel("MSE on STS-B test (0-5 scale)")
-        ax.set_title(title)
+        ax.set_title("\n".join(textwrap.wrap(title, 60)))  # a long model name stays on the page
         ax.grid(axis="x", visible=False)
     return finish(fig)
