@@ -237,7 +237,9 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
     fn = jax.jit(run)
     _RUNNERS[cache_key] = fn
     if len(_RUNNERS) > _MAX_RUNNERS:
-        _VMAPPED.pop(_RUNNERS.popitem(last=False)[1], None)
+        old = _RUNNERS.popitem(last=False)[1]
+        for k in [k for k in _VMAPPED if k[0] is old]:
+            del _VMAPPED[k]
     return fn
 
 
@@ -466,17 +468,31 @@ def train_seeds(
     optimizer: optax.GradientTransformation | str = "adam",
     learning_rate: float | dict = 5e-4,
     args: tuple = (),
+    seed_args: tuple = (),
     has_aux: bool = False,
     record_every: int | None = None,
     metrics: Callable | None = None,
     chunk: int | None = None,
     fixed_key: bool = False,
+    vectorize: bool | None = None,
+    progress: bool | None = None,
 ) -> TrainResult:
-    """Train one model per key, vectorised with ``vmap`` (every optimiser, L-BFGS included).
+    """Train one model per key (every optimiser, L-BFGS included).
 
     Seed ``s`` initialises with ``init_fn(fold_in(keys[s], 0))`` and draws its data with
     ``fold_in(keys[s], 1)``. The arguments are those of :func:`train`; ``init_fn`` may be a
-    :class:`~iclgd.models.Model`.
+    :class:`~iclgd.models.Model`, and two more:
+
+    Args:
+        seed_args: extra arguments of ``loss_fn`` with a leading ``(S,)`` seed axis on every leaf;
+            seed ``s`` gets its slice, after ``args``: ``loss_fn(params, key, *args,
+            *seed_args[s])``. Use it for each seed's fixed batch (e.g. L-BFGS on one batch per
+            seed), drawn once instead of at every evaluation of the loss.
+        vectorize: ``True`` runs all seeds as one ``vmap``-ed computation, ``False`` one after
+            another (one compilation either way). Default: ``False`` for L-BFGS on a CPU, where
+            the ``vmap``-ed line search evaluates every seed until the slowest seed's search ends
+            (about twice the work), ``True`` otherwise.
+        progress: a tqdm bar on stderr; default: when ``seeds * steps >= 2000``.
 
     Returns:
         A :class:`TrainResult` whose arrays have a leading ``(S,)`` seed axis: ``params``,
@@ -489,19 +505,30 @@ def train_seeds(
     init = init_fn.init if isinstance(init_fn, Model) else init_fn
     v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
     args = _check_common(loss_fn, args, metrics)
+    seed_args = _check_seed_args(seed_args, S)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
+    if vectorize is None:
+        vectorize = not (lbfgs and jax.default_backend() == "cpu")
+    elif not isinstance(vectorize, bool):
+        raise v.ArgumentTypeError(f"vectorize must be True, False or None, got {vectorize!r}")
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     params = v.finite_tree("init_fn(key)", jax.vmap(init)(init_keys))
     if lbfgs and not fixed_key:
         first = jax.tree_util.tree_map(lambda x: x[0], params)
-        _check_deterministic(loss_fn, first, data_keys[0], args, has_aux)
+        seed0 = jax.tree_util.tree_map(lambda x: x[0], seed_args)
+        _check_deterministic(loss_fn, first, data_keys[0], args + seed0, has_aux)
     met = metrics if record_every is not None else None
     run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
-    vrun = _vmapped(run)
     state = jax.vmap(opt.init)(params)
     bad = jnp.zeros(S, dtype=bool)
+    show = (S * steps >= 2000) if progress is None else bool(progress)
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=S * steps, desc="train_seeds", file=sys.stderr, leave=False)
     records = []
     if record_every is not None:
         m0 = jax.jit(jax.vmap(metrics))(params) if metrics is not None else None
@@ -512,28 +539,44 @@ def train_seeds(
                 _host(jax.tree_util.tree_map(lambda x: x[:, None], m0)),
             )
         )
-    losses, auxes = [], []
-    done = 0
-    while done < steps:
-        params, state, bad, ls, aux, rec = vrun(
-            params, state, data_keys, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
-        )
-        n = min(chunk, steps - done)
-        losses.append(np.asarray(ls)[:, :n])
-        if has_aux:
-            auxes.append(_host(jax.tree_util.tree_map(lambda x: x[:, :n], aux)))
-        if record_every is not None:
-            at = done + every * np.arange(1, chunk // every + 1)
-            keep = at - every < done + n
-            rec = _host(rec)
-            records.append(
-                (
-                    np.minimum(at, steps)[keep],
-                    jax.tree_util.tree_map(lambda x: x[:, keep], rec[0]),
-                    jax.tree_util.tree_map(lambda x: x[:, keep], rec[1]),
+    take = lambda tree, s: jax.tree_util.tree_map(lambda x: x[s], tree)
+    if vectorize:
+        groups = [
+            (_vmapped(run, len(args), len(seed_args)), params, state, data_keys, bad, seed_args)
+        ]
+    else:
+        groups = [
+            (run, take(params, s), take(state, s), data_keys[s], bad[s], take(seed_args, s))
+            for s in range(S)
+        ]
+    outs = []
+    try:
+        for fn, p, st, k, b, sa in groups:
+            outs.append(
+                _chunks(
+                    fn, p, st, k, b, sa, args, lr, steps, chunk, every, record_every, has_aux, bar
                 )
             )
-        done += n
+    finally:
+        if bar is not None:
+            bar.close()
+    if vectorize:
+        params, bad, losses, auxes, recs = outs[0]
+    else:
+        stack = lambda *xs: jax.tree_util.tree_map(lambda *ys: np.stack(ys), *xs)
+        params = jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *[o[0] for o in outs])
+        bad = np.array([bool(o[1]) for o in outs])
+        losses = [np.stack(ls) for ls in zip(*[o[2] for o in outs])]
+        auxes = [stack(*a) for a in zip(*[o[3] for o in outs])]
+        recs = [
+            (
+                outs[0][4][i][0],
+                stack(*[o[4][i][1] for o in outs]),
+                stack(*[o[4][i][2] for o in outs]),
+            )
+            for i in range(len(outs[0][4]))
+        ]
+    records += recs
     all_losses = np.concatenate(losses, axis=1)
     diverged = np.asarray(bad)
     stopped = np.where(diverged, np.argmax(~np.isfinite(all_losses), axis=1), -1)
@@ -551,15 +594,81 @@ def train_seeds(
     return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all)
 
 
+def _chunks(
+    fn,
+    params,
+    state,
+    key,
+    bad,
+    seed_args,
+    args,
+    lr,
+    steps,
+    chunk,
+    every,
+    record_every,
+    has_aux,
+    bar,
+):
+    """Run ``fn`` (one seed, or all seeds vmapped: leading axis on what it returns) to ``steps``.
+
+    Returns ``(params, bad, [losses (..., n)], [aux], [(steps, params, metrics) records])``.
+    """
+    losses, auxes, records = [], [], []
+    done = 0
+    while done < steps:
+        params, state, bad, ls, aux, rec = fn(
+            params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args + seed_args
+        )
+        n = min(chunk, steps - done)
+        losses.append(np.asarray(ls)[..., :n])
+        if has_aux:
+            axis = np.ndim(ls) - 1  # the step axis: 0 for one seed, 1 for vmapped seeds
+            auxes.append(
+                _host(jax.tree_util.tree_map(lambda x: np.take(x, np.arange(n), axis), aux))
+            )
+        if record_every is not None:
+            at = done + every * np.arange(1, chunk // every + 1)
+            keep = at - every < done + n
+            rec = _host(rec)
+            axis = np.ndim(ls) - 1  # 0 for one seed, 1 for vmapped seeds
+            pick = lambda x: np.compress(keep, x, axis=axis)
+            records.append(
+                (
+                    np.minimum(at, steps)[keep],
+                    jax.tree_util.tree_map(pick, rec[0]),
+                    jax.tree_util.tree_map(pick, rec[1]),
+                )
+            )
+        if bar is not None:
+            bar.update(n * (np.shape(ls)[0] if np.ndim(ls) > 1 else 1))
+        done += n
+    return params, bad, losses, auxes, records
+
+
+def _check_seed_args(seed_args, S: int) -> tuple:
+    seed_args = _check_args(seed_args)
+    for leaf in jax.tree_util.tree_leaves(seed_args):
+        if np.ndim(leaf) == 0 or np.shape(leaf)[0] != S:
+            raise ValueError(
+                f"seed_args must have a leading axis of length {S} (one slice per key) on every "
+                f"leaf, got a leaf of shape {np.shape(leaf)}"
+            )
+    return seed_args
+
+
 _VMAPPED: dict = {}
 
 
-def _vmapped(run):
+def _vmapped(run, n_args: int = 0, n_seed_args: int = 0):
+    """``run`` vmapped over seeds: params, state, key, bad and the last ``n_seed_args`` args."""
+    cache_key = (run, n_args, n_seed_args)
     try:
-        return _VMAPPED[run]
+        return _VMAPPED[cache_key]
     except KeyError:
-        fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, None, None, None, None)))
-        _VMAPPED[run] = fn
+        arg_axes = (None,) * n_args + (0,) * n_seed_args
+        fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, None, None, None, arg_axes)))
+        _VMAPPED[cache_key] = fn
         return fn
 
 

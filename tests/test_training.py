@@ -8,7 +8,7 @@ import optax
 import pytest
 
 import iclgd
-from iclgd import exact, training
+from iclgd import exact, pgd, training
 
 
 def _quadratic(params, key, target):
@@ -184,3 +184,38 @@ def test_bad_trainer_input():
     assert iclgd.train(
         f, p0, jax.random.key(0), steps=3, optimizer=optax.sgd(0.1)
     ).losses.shape == (3,)
+
+
+def test_train_seeds_seed_args_and_vectorize():
+    """Per-seed fixed batches (``seed_args``); vmapped and sequential seeds agree with ``train``."""
+    d, n, L, N = 3, 8, 2, 256
+    keys = jax.random.split(jax.random.key(3), 3)
+    data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+    batch = jax.vmap(lambda k: pgd.paper_prompts(k, n, N, diag=(1.0, 0.5, 2.0)))(data_keys)
+    sq = lambda p, pr: (iclgd.models.linear_transformer.sparse_predict(p, pr.Z0) - pr.y) ** 2
+    loss = lambda p, key, scale, pr: scale * jnp.mean(sq(p, pr))
+    init = lambda k: {"A": 0.1 * jax.random.normal(k, (L, d, d))}
+    opts = dict(optimizer="lbfgs", learning_rate=1.0, steps=12, fixed_key=True, record_every=4)
+    res = {
+        vec: iclgd.train_seeds(
+            loss, init, keys, args=(2.0,), seed_args=(batch,), vectorize=vec, **opts
+        )
+        for vec in (True, False)
+    }
+    for r in res.values():
+        assert r.losses.shape == (3, 12) and not r.diverged.any()
+        assert r.history.params["A"].shape == (3, 4, L, d, d)
+        np.testing.assert_array_equal(r.history.steps, [0, 4, 8, 12])
+    np.testing.assert_allclose(res[True].losses, res[False].losses, rtol=1e-4)
+    one = jax.tree_util.tree_map(lambda x: x[1], batch)
+    single = iclgd.train(
+        loss, init(jax.random.fold_in(keys[1], 0)), data_keys[1], args=(2.0, one), **opts
+    )
+    np.testing.assert_allclose(res[False].losses[1], single.losses, rtol=1e-6)
+    # the default on this CPU: seeds one after another for L-BFGS
+    default = iclgd.train_seeds(loss, init, keys, args=(2.0,), seed_args=(batch,), **opts)
+    np.testing.assert_array_equal(default.losses, res[jax.default_backend() != "cpu"].losses)
+    with pytest.raises(ValueError, match="leading axis of length 3"):
+        iclgd.train_seeds(loss, init, keys, args=(2.0,), seed_args=(one,), **opts)
+    with pytest.raises(TypeError, match="vectorize"):
+        iclgd.train_seeds(loss, init, keys, args=(2.0,), seed_args=(batch,), vectorize=1, **opts)
