@@ -335,13 +335,10 @@ def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
     sparse parameters directly.
 
     * ``{"A"}`` (eq. 9): the covariate rows never change (App. B.2 eq. 22) and only the label row
-      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56).
+      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56): ``O(B d (n+1) + B d^2)``
+      per layer.
     * ``{"A", "B"}`` (eq. 13): ``X_{l+1} = X_l + (1/n) B_l X_l M X_l^T A_l X_l`` and
-      ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54).
-
-    Both run on each prompt's sufficient statistics ``G = (1/n) X M X^T``, ``u = (1/n) X M Y^T``
-    and the query ``x^(n+1)``, computed once in ``O(B d^2 n)``; a layer then costs ``O(B d^2)``
-    (eq. 9) or ``O(B d^3)`` (eq. 13), whatever ``n``.
+      ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54): ``O(B d^2 (n+1))`` per layer.
 
     Equals ``linear_transformer_predict(sparse_to_full(params), Z0)``.
 
@@ -359,59 +356,31 @@ def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
     return _sparse_forward_pgd(params["A"], Z0)
 
 
-# The sparse forward passes run on the prompt's sufficient statistics, batch axis last:
-# G = (1/n) X M X^T (d, d, B), u = (1/n) X M Y^T (d, B) and the query x^(n+1) (d, B). Products of
-# two per-prompt d x d matrices are unrolled sums of elementwise products, which XLA fuses into
-# one loop (a batched dot of 5 x 5 matrices is slow on a CPU); products with a layer's matrix are
-# ordinary matrix products.
-
-
-def _bmm(P: jax.Array, R: jax.Array) -> jax.Array:
-    """Per-prompt product ``P R``: ``(i, j, B) x (j, k, B) -> (i, k, B)``."""
-    return sum(P[:, j, None] * R[None, j] for j in range(P.shape[1]))
-
-
-def _lmul(M: jax.Array, R: jax.Array) -> jax.Array:
-    """``M R`` for one layer matrix ``M (i, j)`` and per-prompt ``R (j, ..., B)``."""
-    return jnp.tensordot(M, R, axes=(1, 0))
-
-
-def _stats(Z0: jax.Array):
-    """``(G, u, x_q, y_q)`` of eq. 1 embeddings ``Z0 (B, d+1, n+1)``, batch axis last."""
-    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
-    Zt = jnp.moveaxis(Z0, 0, -1)  # (d+1, n+1, B)
-    Xc, yc = Zt[:d, :n], Zt[d, :n]
-    G = jnp.einsum("icb,jcb->ijb", Xc, Xc) / n
-    u = jnp.einsum("icb,cb->ib", Xc, yc) / n
-    return G, u, Zt[:d, n], Zt[d, n]
+# The layers are unrolled (L is small): on a CPU the backward pass of a lax.scan over the layers
+# was 1.5-2.5x slower (benchmarks/bench_part3.py).
 
 
 @jax.jit
 def _sparse_forward_pgd(As: jax.Array, Z0: jax.Array) -> jax.Array:
-    # X never changes (eq. 22), so G is fixed; Y_{l+1} = Y_l + u_l^T A_l X gives
-    # u_{l+1} = u_l + G A_l^T u_l and y_q <- y_q + u_l^T A_l x_q  (O(B d^2) per layer).
-    G, u, xq, yq = _stats(Z0)
-    for A in As:  # unrolled: a scan's backward pass is several times slower here on a CPU
-        u, yq = u + jnp.sum(G * _lmul(A.T, u)[None], axis=1), yq + jnp.sum(u * _lmul(A, xq), 0)
-    return -yq
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X0, Y = Z0[:, :d, :], Z0[:, d, :]  # (B, d, n+1), (B, n+1)
+    for A in As:
+        u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n  # (1/n) X M Y^T  (B, d)
+        Y = Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0)
+    return -Y[:, n]
 
 
 @jax.jit
 def _sparse_forward_gdpp(As: jax.Array, Bs: jax.Array, Z0: jax.Array) -> jax.Array:
-    # Every token's covariates move by T_l = I + B_l G_l A_l (eq. 54), so G_{l+1} = T G T^T,
-    # u_{l+1} = T (u + G A^T u), x_q <- T x_q, y_q <- y_q + u^T A x_q  (O(B d^3) per layer).
-    G, u, xq, yq = _stats(Z0)
-    eye = jnp.eye(G.shape[0], dtype=G.dtype)[:, :, None]
-    for A, Bm in zip(As, Bs):  # unrolled, as above
-        yq = yq + jnp.sum(u * _lmul(A, xq), 0)
-        T = eye + _lmul(Bm, jnp.einsum("ijb,jk->ikb", G, A))
-        v = u + jnp.sum(G * _lmul(A.T, u)[None], axis=1)
-        G, u, xq = (
-            _bmm(_bmm(T, G), jnp.swapaxes(T, 0, 1)),
-            jnp.sum(T * v[None], 1),
-            jnp.sum(T * xq[None], 1),
-        )
-    return -yq
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X, Y = Z0[:, :d, :], Z0[:, d, :]
+    for A, Bm in zip(As, Bs):
+        Xc = X[:, :, :n]
+        u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n  # (B, d)
+        G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n  # (1/n) X M X^T  (B, d, d)
+        AX = jnp.einsum("ij,bjc->bic", A, X)  # (B, d, n+1)
+        X, Y = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX), Y + jnp.einsum("bi,bic->bc", u, AX)
+    return -Y[:, n]
 
 
 # ----------------------------------------------------------------------------------------------

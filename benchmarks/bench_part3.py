@@ -1,0 +1,207 @@
+"""Benchmark: Part III's training (Ahn et al., Figs. 1-4) on a CPU.
+
+Run from the repository root (see benchmarks/README.md)::
+
+    python benchmarks/bench_part3.py --quick   # smoke run, about 2 minutes
+    python benchmarks/bench_part3.py           # full run, about 10 minutes on 2 quiet cores
+
+Setting (Sec. 5.3 / 6.1 of the paper, as the chapters run it at ``ICLGD_SCALE=paper``): d = 5,
+three layers, one fixed batch of 20,000 prompts per seed with the paper's Sigma, L-BFGS (optax,
+zoom line search).
+
+1. **One value and gradient of the training loss** (one seed, 20,000 prompts), three forward
+   passes of the same model:
+
+   * ``sparse_predict``: iclgd's, every token through every layer with batched ``einsum``, the
+     layers unrolled in Python;
+   * ``lax.scan over layers``: the same computation with a ``lax.scan`` over the layers, as iclgd
+     had it up to 6f5e86e^; defined below;
+   * ``full model``: ``linear_transformer_predict(sparse_to_full(params), Z0)``, the general
+     (d+1) x (d+1) layers of eq. 3-4.
+
+   For eq. 9 (``{"A"}``, n = 20, Figs. 1-2) and eq. 13 (``{"A", "B"}``, GD++, n = 10, Figs. 3-4).
+
+2. **L-BFGS steps of 5 seeds** (eq. 13, n = 10), one call = ``iclgd.train_seeds(..., steps=K)``:
+
+   * ``seed_args, one after another``: each seed's batch drawn once and passed with
+     ``seed_args``; ``vectorize=False`` (the default for L-BFGS on a CPU);
+   * ``seed_args, vmap``: the same with ``vectorize=True``;
+   * ``batch drawn in the loss, vmap``: ``loss(p, key) = mean(err(paper_prompts(key, n, N)))``
+     with ``fixed_key=True`` and ``vectorize=True``, how the chapters trained before 6f5e86e.
+
+Protocol: the contenders of a section run interleaved, A, B, C, A, B, C, ...; round 0 is each one's
+first call (compilation included, shown separately as ``compile``: JAX's own monitoring events),
+then ``--reps`` rounds of later calls. Reported: medians [min, max] over the later rounds, the
+median of the per-round ratios to the first contender, and the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_training import CLOCK, load, stats  # noqa: E402
+
+import iclgd  # noqa: E402
+from iclgd import pgd  # noqa: E402
+from iclgd.models import linear_transformer as LT  # noqa: E402
+
+D, L = 5, 3
+sym = lambda A: (A + jnp.swapaxes(A, -1, -2)) / 2  # noqa: E731
+
+
+# ------------------------------------------------------------- the replaced lax.scan forward passes
+
+
+@jax.jit
+def scan_pgd(As, Z0):
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X0, Y0 = Z0[:, :d, :], Z0[:, d, :]
+
+    def step(Y, A):
+        u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n
+        return Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0), None
+
+    YL, _ = jax.lax.scan(step, Y0, As)
+    return -YL[:, n]
+
+
+@jax.jit
+def scan_gdpp(As, Bs, Z0):
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X0, Y0 = Z0[:, :d, :], Z0[:, d, :]
+
+    def step(XY, AB):
+        X, Y = XY
+        A, Bm = AB
+        Xc = X[:, :, :n]
+        u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n
+        G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n
+        AX = jnp.einsum("ij,bjc->bic", A, X)
+        return (
+            X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX),
+            Y + jnp.einsum("bi,bic->bc", u, AX),
+        ), None
+
+    (_, YL), _ = jax.lax.scan(step, (X0, Y0), (As, Bs))
+    return -YL[:, n]
+
+
+def forwards(form: str) -> dict:
+    """``name -> predict(params, Z0)`` for ``form`` ``"pgd"`` (eq. 9) or ``"gdpp"`` (eq. 13)."""
+    sp = (
+        (lambda p: {"A": sym(p["A"])})
+        if form == "pgd"
+        else (lambda p: {"A": sym(p["A"]), "B": p["B"]})
+    )
+    scan = (
+        (lambda p, Z: scan_pgd(sym(p["A"]), Z))
+        if form == "pgd"
+        else (lambda p, Z: scan_gdpp(sym(p["A"]), p["B"], Z))
+    )
+    return {
+        "sparse_predict": lambda p, Z: LT.sparse_predict(sp(p), Z),
+        "lax.scan over layers": scan,
+        "full model": lambda p, Z: LT.linear_transformer_predict(LT.sparse_to_full(sp(p)), Z),
+    }
+
+
+# ---------------------------------------------------------------------------------- the protocol
+
+
+def timed(fn):
+    mark, t0 = CLOCK.mark(), time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - t0, CLOCK.since(mark)
+
+
+def interleave(contenders: dict, reps: int, per: float = 1.0, unit: str = "s") -> None:
+    """Round 0 (first calls), then ``reps`` interleaved rounds; print medians and ratios."""
+    first = {k: timed(f) for k, f in contenders.items()}
+    later = {k: [] for k in contenders}
+    for _ in range(reps):
+        for k, f in contenders.items():
+            later[k].append(timed(f)[0] / per)
+    ref = next(iter(contenders))
+    print(
+        f"  {'contender':34s} {'first call s':>13s} {'compile s':>10s}   "
+        f"later calls {unit} [min, max]   ratio to first row"
+    )
+    for k in contenders:
+        ratio = np.median(np.array(later[k]) / np.array(later[ref]))
+        print(
+            f"  {k:34s} {first[k][0]:13.3g} {first[k][1]:10.3g}   "
+            f"{stats(later[k]):28s}   {ratio:.2f}x"
+        )
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and steps (smoke run)")
+    ap.add_argument("--reps", type=int, default=None, help="later rounds (default 7, quick 2)")
+    ap.add_argument(
+        "--steps", type=int, default=None, help="L-BFGS steps per call (default 20, quick 4)"
+    )
+    a = ap.parse_args(argv)
+    reps = a.reps or (2 if a.quick else 7)
+    K = a.steps or (4 if a.quick else 20)
+    N = 20_000
+    print(
+        f"jax {jax.__version__} on {jax.default_backend()}, {os.cpu_count()} cores; "
+        f"load (1/5/15 min) {load()}"
+    )
+    key = jax.random.key(21)
+    for form, n in (("pgd", 20), ("gdpp", 10)):
+        pr = pgd.paper_prompts(jax.random.fold_in(key, 1), n, N)
+        shape = (2, L, D, D) if form == "gdpp" else (1, L, D, D)
+        p = dict(zip("AB", 0.1 * jax.random.normal(key, shape)))
+        cont = {}
+        for name, f in forwards(form).items():
+            vg = jax.jit(jax.value_and_grad(lambda p, Z, y, f=f: jnp.mean((f(p, Z) - y) ** 2)))
+            cont[name] = lambda vg=vg: vg(p, pr.Z0, pr.y)
+        print(
+            f"\n=== value and gradient of the loss, eq. {9 if form == 'pgd' else 13}, n = {n}, "
+            f"{N:,} prompts, {L} layers, one seed ==="
+        )
+        interleave(cont, reps)
+    print(f"load after: {load()}")
+
+    n, seeds = 10, 5
+    keys = jax.random.split(jax.random.key(21), seeds)
+    data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+    batch = jax.vmap(lambda k: pgd.paper_prompts(k, n, N))(data_keys)
+    err = lambda p, pr: (LT.sparse_predict({"A": sym(p["A"]), "B": p["B"]}, pr.Z0) - pr.y) ** 2  # noqa: E731
+    on_batch = lambda p, key, pr: jnp.mean(err(p, pr))  # noqa: E731
+    drawn = lambda p, key: jnp.mean(err(p, pgd.paper_prompts(key, n, N)))  # noqa: E731
+    init = lambda k: dict(zip("AB", 0.1 * jax.random.normal(k, (2, L, D, D))))  # noqa: E731
+    opts = dict(optimizer="lbfgs", learning_rate=1.0, steps=K, fixed_key=True, progress=False)
+    train = iclgd.train_seeds
+    cont = {
+        "seed_args, one after another": lambda: (
+            train(on_batch, init, keys, seed_args=(batch,), vectorize=False, **opts).losses
+        ),
+        "seed_args, vmap": lambda: (
+            train(on_batch, init, keys, seed_args=(batch,), vectorize=True, **opts).losses
+        ),
+        "batch drawn in the loss, vmap": lambda: (
+            train(drawn, init, keys, vectorize=True, **opts).losses
+        ),
+    }
+    print(
+        f"\n=== L-BFGS, eq. 13, n = {n}, {N:,} prompts per seed, {seeds} seeds, {K} steps per "
+        "call (times: s per step of all seeds) ==="
+    )
+    print(f"load before: {load()}")
+    interleave(cont, reps, per=K, unit="s/step")
+    print(f"load after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
