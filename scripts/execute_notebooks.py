@@ -15,6 +15,12 @@ Usage::
     python scripts/execute_notebooks.py book/part1/foo.ipynb     # just these
     python scripts/execute_notebooks.py --scale paper            # the papers' settings
     python scripts/execute_notebooks.py --timeout 3600
+    python scripts/execute_notebooks.py --scale paper --allow-errors book/part3/gdpp.ipynb
+
+``--allow-errors`` (for long paper-scale runs on a copy of the book, see
+``scripts/record_paper_run.py``): a failing cell does not stop the notebook; the notebook is written
+with the error in that cell's output and the failures listed in its execution record
+(``failed_cells``), and the script still exits with status 1.
 
 The kernel is the notebook's kernelspec (default ``python3``), i.e. the Python environment running
 this script when ipykernel is installed in it; the versions recorded are this environment's.
@@ -47,8 +53,12 @@ def current_scale() -> str:
     return config.scale()
 
 
-def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> float:
-    """Execute ``path`` in place; return its wall time in seconds (raises on a failing cell)."""
+def execute_one(
+    path: Path, *, timeout: int, kernel: str | None, scale: str, allow_errors: bool = False
+) -> tuple[float, list[dict]]:
+    """Execute ``path`` in place; return its wall time in seconds and its failed cells.
+
+    Without ``allow_errors`` the first failing cell raises (and nothing is written)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -60,10 +70,19 @@ def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> 
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(path.parent)}},
         record_timing=False,
+        allow_errors=allow_errors,
     )
     start = time.perf_counter()
     client.execute()
     wall = time.perf_counter() - start
+    failed = []
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code, start=1):
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue  # meant to fail
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                failed.append({"cell": i, "error": f"{out['ename']}: {out['evalue']}"[:500]})
     nb.metadata.setdefault("iclgd", {})["execution"] = {
         "wall_time_s": round(wall, 1),
         "scale": scale,
@@ -75,8 +94,10 @@ def execute_one(path: Path, *, timeout: int, kernel: str | None, scale: str) -> 
         "platform": platform.platform(),
         "versions": record_status.package_versions(),
     }
+    if failed:
+        nb.metadata["iclgd"]["execution"]["failed_cells"] = failed
     nbformat.write(nb, path)
-    return wall
+    return wall, failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=("ci", "paper"), help="set ICLGD_SCALE for the kernels")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
     parser.add_argument("--kernel", default=None, help="kernel name (default: the notebook's)")
+    parser.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="run every cell even after one fails; write the notebook with its errors",
+    )
     args = parser.parse_args(argv)
 
     if args.scale:
@@ -100,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
         print(f"[execute] {rel} (ICLGD_SCALE={scale}) ...", flush=True)
         try:
-            wall = execute_one(path, timeout=args.timeout, kernel=args.kernel, scale=scale)
+            wall, bad = execute_one(
+                path,
+                timeout=args.timeout,
+                kernel=args.kernel,
+                scale=scale,
+                allow_errors=args.allow_errors,
+            )
         except Exception as exc:  # nbclient.exceptions.CellExecutionError, timeouts, kernel death
             failed.append(path)
             print(
@@ -108,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+            continue
+        if bad:
+            failed.append(path)
+            cells = "; ".join(f"cell {b['cell']}: {b['error']}" for b in bad)
+            print(f"[FAILED]  {rel}: {wall:.1f} s, written with errors: {cells}", flush=True)
             continue
         print(f"[ok]      {rel}: {wall:.1f} s", flush=True)
     status = record_status.write_status()

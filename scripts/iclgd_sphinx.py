@@ -19,6 +19,12 @@
        the tables of ``book/_status.json`` (written by ``scripts/record_status.py``).
 
    ````md
+   ```{iclgd-paper-runs}
+   ```
+   ````
+       the paper-scale runs of ``book/_paper_runs.json`` (``scripts/record_paper_run.py``).
+
+   ````md
    ```{iclgd-macros}
    ```
    ````
@@ -69,12 +75,13 @@ if str(REPO) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import record_paper_run  # noqa: E402  (sibling script)
 import record_status  # noqa: E402  (sibling script)
 
 logger = logging.getLogger(__name__)
 
 _BLOCK = re.compile(
-    r"^(?P<fence>`{3,})\{(?P<name>iclgd-modules|iclgd-status|iclgd-macros)\}[^\n]*\n"
+    r"^(?P<fence>`{3,})\{(?P<name>iclgd-modules|iclgd-status|iclgd-paper-runs|iclgd-macros)\}[^\n]*\n"
     r"(?P<body>.*?)^(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
@@ -133,6 +140,13 @@ def _status_markdown(app: Sphinx) -> str:
     return record_status.render_markdown(status, build_versions=build_versions, link_for=link_for)
 
 
+def _paper_runs_markdown(app: Sphinx) -> str:
+    app.env.note_dependency(str(record_paper_run.RUNS_JSON))
+    found = app.env.found_docs
+    link_for = lambda p: "/" + p if p.rsplit(".", 1)[0] in found else None  # noqa: E731
+    return record_paper_run.render_markdown(record_paper_run.load_runs(), link_for=link_for)
+
+
 def _macros_markdown(app: Sphinx) -> str:
     macros: dict[str, Any] = ((app.config.mathjax3_config or {}).get("tex") or {}).get(
         "macros"
@@ -177,6 +191,8 @@ def _expand(app: Sphinx, docname: str, source: list[str]) -> None:
             return _modules_markdown(match.group("body"))
         if name == "iclgd-status":
             return _status_markdown(app)
+        if name == "iclgd-paper-runs":
+            return _paper_runs_markdown(app)
         return _macros_markdown(app)
 
     source[0] = _BLOCK.sub(replace, text)
