@@ -49,6 +49,22 @@ def _text(x: Any) -> str:
     return "".join(x) if isinstance(x, list) else str(x)
 
 
+def glued(nb: dict) -> dict[str, str]:
+    """``{name: text}`` of every myst-nb ``glue`` output of the notebook."""
+    out = {}
+    for c in nb.get("cells", []):
+        for o in c.get("outputs", []):
+            meta = o.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            data = o.get("data", {})
+            text = data.get(meta.get("mime_prefix", "") + "text/plain", data.get("text/plain"))
+            if text is not None:
+                text = _text(text)
+                out[meta["name"]] = text[1:-1] if text[:1] == text[-1:] == "'" else text
+    return out
+
+
 def cell_outputs(nb: dict, stem: str) -> tuple[list[dict[str, Any]], list[tuple[str, bytes]]]:
     """``[{cell, text, figures}]`` for code cells with printed text or figures, and the PNGs."""
     cells, pngs = [], []
@@ -123,6 +139,7 @@ def record(paths: list[Path], device: str) -> dict[str, Any]:
             "commit": commit_of(path),
             "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "execution": execution,
+            "glue": glued(nb),
             "cells": cells,
         }
     runs["about"] = ABOUT
@@ -151,11 +168,12 @@ def render_markdown(runs: dict[str, Any], link_for: Any = None) -> str:
     entries = runs.get("runs") or {}
     if not entries:
         return "No paper-scale run has been recorded yet."
-    titles = {}
+    titles, ci_glue = {}, {}
     for key in entries:
         path = REPO / key
         nb = json.loads(path.read_text(encoding="utf8")) if path.is_file() else {}
         titles[key] = record_status.notebook_title(nb) or key
+        ci_glue[key] = glued(nb)
     lines = [
         "| chapter | device | executed (UTC) | wall time | commit | result |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -173,6 +191,17 @@ def render_markdown(runs: dict[str, Any], link_for: Any = None) -> str:
         )
     for key, run in entries.items():
         lines += ["", f"**{record_status._cell(titles[key])}** at `ICLGD_SCALE=paper`", ""]
+        if run.get("glue"):
+            lines += [
+                "| glued number | `ci` (the chapter) | `paper` (this run) |",
+                "| --- | --- | --- |",
+            ]
+            for name, val in run["glue"].items():
+                ci = ci_glue[key].get(name, "–")
+                lines.append(
+                    f"| `{name}` | {record_status._cell(ci)} | {record_status._cell(val)} |"
+                )
+            lines.append("")
         lines += ["`````{dropdown} What its cells printed and drew", ""]
         for c in run.get("cells", []):
             lines.append(f"Cell {c['cell']}:")

@@ -57,6 +57,9 @@ def test_record_and_render(tmp_path, monkeypatch):
     assert f"[{title}](/book/part3/gdpp.ipynb) | 2 CPU cores |" in md
     assert "1 h 06 min" in md and "loss 0.123" in md and "part3-gdpp-1.png" in md
     assert "every cell ran, every assert held" in md
+    assert run["glue"]["x"] == "0.5" and "| `x` | – | 0.5 |" in md
+    ci = rpr.glued(json.loads((REPO / "book/part3/gdpp.ipynb").read_text()))
+    assert f"| `p3g_steps` | {ci['p3g_steps']} |" in md
     run["execution"]["failed_cells"] = [{"cell": 5, "error": "AssertionError: "}]
     assert "cell 5 failed: AssertionError" in rpr.render_markdown(runs)
     assert rpr.render_markdown({"runs": {}}) == "No paper-scale run has been recorded yet."
@@ -73,3 +76,25 @@ def test_committed_paper_runs_are_consistent():
         for cell in run["cells"]:
             for fig in cell["figures"]:
                 assert (REPO / "book" / fig).is_file(), fig
+
+
+def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
+    import execute_notebooks
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    fails = new_code_cell("raise ValueError('meant to')", metadata={"tags": ["raises-exception"]})
+    nb = new_notebook(
+        cells=[new_code_cell("print(1)"), new_code_cell("assert 1 == 2, 'x'"), fails]
+        + [new_code_cell("print(3)")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    wall, failed = execute_notebooks.execute_one(
+        path, timeout=120, kernel=None, scale="ci", allow_errors=True
+    )
+    assert failed == [{"cell": 2, "error": "AssertionError: x"}]  # the tagged cell is not listed
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[3].outputs[0]["text"] == "3\n"  # ran on after the failure
+    assert out.metadata["iclgd"]["execution"]["failed_cells"] == failed
