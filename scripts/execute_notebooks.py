@@ -22,6 +22,11 @@ Usage::
 with the error in that cell's output and the failures listed in its execution record
 (``failed_cells``), and the script still exits with status 1.
 
+``--deadline SECONDS`` (for a machine lent for a fixed time): past that many seconds from the
+script's start, the cell running is interrupted (its output shows the ``KeyboardInterrupt``) and
+the cells after it are not run; the notebook is still written, with what ran, and its execution
+record lists the cells left out (``not_run_cells``). Implies ``--allow-errors``.
+
 The kernel is the notebook's kernelspec (default ``python3``), i.e. the Python environment running
 this script when ipykernel is installed in it; the versions recorded are this environment's.
 """
@@ -35,6 +40,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_errata  # noqa: E402  (sibling script)
@@ -53,31 +59,68 @@ def current_scale() -> str:
     return config.scale()
 
 
+def _client(nb: Any, deadline: float | None, **kwargs: Any) -> Any:
+    """An nbclient ``NotebookClient``; with ``deadline`` (a ``time.monotonic()`` value) each cell's
+    timeout ends at the deadline (the kernel is interrupted) and cells after it are not run."""
+    from nbclient import NotebookClient
+
+    class DeadlineClient(NotebookClient):
+        async def async_execute_cell(self, cell: Any, cell_index: int, **kw: Any) -> Any:
+            if cell.cell_type == "code" and time.monotonic() >= deadline - 1:
+                cell.outputs, cell.execution_count = [], None
+                cell.metadata.setdefault("iclgd", {})["not_run"] = "deadline"
+                return cell
+            return await super().async_execute_cell(cell, cell_index, **kw)
+
+    if deadline is None:
+        return NotebookClient(nb, **kwargs)
+    cap = kwargs.pop("timeout")
+    return DeadlineClient(
+        nb,
+        timeout_func=lambda cell: max(1, min(cap, int(deadline - time.monotonic()))),
+        interrupt_on_timeout=True,
+        **kwargs,
+    )
+
+
 def execute_one(
-    path: Path, *, timeout: int, kernel: str | None, scale: str, allow_errors: bool = False
+    path: Path,
+    *,
+    timeout: int,
+    kernel: str | None,
+    scale: str,
+    allow_errors: bool = False,
+    deadline: float | None = None,
 ) -> tuple[float, list[dict]]:
     """Execute ``path`` in place; return its wall time in seconds and its failed cells.
 
-    Without ``allow_errors`` the first failing cell raises (and nothing is written)."""
+    Without ``allow_errors`` the first failing cell raises (and nothing is written). With
+    ``deadline`` (a ``time.monotonic()`` value) the cell running then is interrupted, later cells
+    are left out and listed as ``not_run_cells`` (each also counts as failed)."""
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     kernel_name = kernel or nb.metadata.get("kernelspec", {}).get("name") or "python3"
-    client = NotebookClient(
+    client = _client(
         nb,
+        deadline,
         timeout=timeout,
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(path.parent)}},
         record_timing=False,
-        allow_errors=allow_errors,
+        allow_errors=allow_errors or deadline is not None,
     )
     start = time.perf_counter()
     client.execute()
     wall = time.perf_counter() - start
-    failed = []
+    failed, not_run = [], []
     code = [c for c in nb.cells if c.cell_type == "code"]
     for i, cell in enumerate(code, start=1):
+        if cell.get("metadata", {}).get("iclgd", {}).pop("not_run", None):
+            not_run.append(i)
+            if not cell.metadata["iclgd"]:
+                del cell.metadata["iclgd"]
+            continue
         if "raises-exception" in cell.get("metadata", {}).get("tags", []):
             continue  # meant to fail
         for out in cell.get("outputs", []):
@@ -96,6 +139,11 @@ def execute_one(
     }
     if failed:
         nb.metadata["iclgd"]["execution"]["failed_cells"] = failed
+    if not_run:
+        nb.metadata["iclgd"]["execution"]["not_run_cells"] = not_run
+        failed = failed + [
+            {"cell": i, "error": "not run: the --deadline had passed"} for i in not_run
+        ]
     nbformat.write(nb, path)
     return wall, failed
 
@@ -113,7 +161,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run every cell even after one fails; write the notebook with its errors",
     )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="seconds from now after which the running cell is interrupted and later cells "
+        "are left out (the notebooks are still written; implies --allow-errors)",
+    )
     args = parser.parse_args(argv)
+    deadline = None if args.deadline is None else time.monotonic() + args.deadline
 
     if args.scale:
         os.environ["ICLGD_SCALE"] = args.scale
@@ -132,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                 kernel=args.kernel,
                 scale=scale,
                 allow_errors=args.allow_errors,
+                deadline=deadline,
             )
         except Exception as exc:  # nbclient.exceptions.CellExecutionError, timeouts, kernel death
             failed.append(path)

@@ -114,7 +114,7 @@ ABOUT = (
 )
 
 
-def record(paths: list[Path], device: str) -> dict[str, Any]:
+def record(paths: list[Path], device: str, commit: str | None = None) -> dict[str, Any]:
     runs = load_runs()
     FIG_DIR.mkdir(parents=True, exist_ok=True)
     for path in paths:
@@ -136,7 +136,7 @@ def record(paths: list[Path], device: str) -> dict[str, Any]:
             (FIG_DIR / name).write_bytes(data)
         runs["runs"][key] = {
             "device": device,
-            "commit": commit_of(path),
+            "commit": commit or commit_of(path),
             "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "execution": execution,
             "glue": glued(nb),
@@ -150,9 +150,17 @@ def record(paths: list[Path], device: str) -> dict[str, Any]:
 
 def _result(execution: dict[str, Any]) -> str:
     failed = execution.get("failed_cells") or []
-    if not failed:
+    not_run = execution.get("not_run_cells") or []
+    if not failed and not not_run:
         return "every cell ran, every assert held"
-    return "; ".join(f"cell {f['cell']} failed: {f['error']}" for f in failed)
+    parts = [f"cell {f['cell']} failed: {f['error']}" for f in failed]
+    if not_run:
+        parts.append(
+            f"stopped at the machine's time limit: cells {not_run[0]}–{not_run[-1]} not run"
+            if len(not_run) > 1
+            else f"stopped at the machine's time limit: cell {not_run[0]} not run"
+        )
+    return "; ".join(parts)
 
 
 def render_markdown(runs: dict[str, Any], link_for: Any = None) -> str:
@@ -218,9 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path, help="notebooks executed at paper scale")
     ap.add_argument("--device", required=True, help='e.g. "1 NVIDIA H100" or "2 CPU cores"')
+    ap.add_argument(
+        "--commit",
+        default=None,
+        help="the commit the copy was made from, where the copy is not a git checkout "
+        "(default: the copy's HEAD)",
+    )
     a = ap.parse_args(argv)
     try:
-        record(a.notebooks, a.device)
+        record(a.notebooks, a.device, a.commit)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
