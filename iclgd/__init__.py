@@ -3,7 +3,9 @@
 The helper library of the iclgd book. Every chapter does ``import iclgd``; the most used names are
 re-exported here, the rest live in the submodules, one concern each:
 
-* :mod:`iclgd.config` -- the scale knob ``ICLGD_SCALE`` (:func:`pick`).
+* :mod:`iclgd.config` -- the scale knob ``ICLGD_SCALE`` (:func:`pick`); importing iclgd asks JAX
+  for full float32 matrix products (:func:`iclgd.config.full_float32_matmuls`: no TensorFloat-32 on
+  a GPU), unless the user chose a precision.
 * :mod:`iclgd.checks` -- the argument checks every public function runs.
 * :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings (Parts I, III).
 * :mod:`iclgd.representation` -- Part II's tasks and its ridge predictors.
@@ -19,7 +21,7 @@ re-exported here, the rest live in the submodules, one concern each:
 * :mod:`iclgd.plot` -- every figure of the book.
 """
 
-from . import models
+from . import config, models
 from .baselines import bayes_posterior_mean, gd_one_step, ridge, ridge_weights
 from .config import pick, scale
 from .metrics import cosine, mse
@@ -35,6 +37,8 @@ from .training import (
     train,
     train_seeds,
 )
+
+config.full_float32_matmuls()  # before any computation: no TensorFloat-32 on a GPU
 
 __all__ = [
     "pick",

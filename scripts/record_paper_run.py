@@ -102,7 +102,8 @@ def commit_of(path: Path) -> str | None:
     return out.stdout.strip() or None
 
 
-def load_runs(path: Path = RUNS_JSON) -> dict[str, Any]:
+def load_runs(path: Path | None = None) -> dict[str, Any]:
+    path = RUNS_JSON if path is None else path  # read at call time (tests patch RUNS_JSON)
     if not path.is_file():
         return {"about": ABOUT, "runs": {}}
     return json.loads(path.read_text(encoding="utf8"))
@@ -153,7 +154,15 @@ def _result(execution: dict[str, Any]) -> str:
     not_run = execution.get("not_run_cells") or []
     if not failed and not not_run:
         return "every cell ran, every assert held"
-    parts = [f"cell {f['cell']} failed: {f['error']}" for f in failed]
+    # a NameError after an earlier failure is that failure's consequence: count, do not repeat
+    first = failed[0]["cell"] if failed else 0
+    follow = [f["cell"] for f in failed if f["cell"] > first and f["error"].startswith("NameError")]
+    parts = [f"cell {f['cell']} failed: {f['error']}" for f in failed if f["cell"] not in follow]
+    if follow:
+        parts.append(
+            f"{len(follow)} later cell(s) ({', '.join(map(str, follow))}) failed with a NameError "
+            "for want of what a failed cell defines"
+        )
     if not_run:
         parts.append(
             f"stopped at the machine's time limit: cells {not_run[0]}–{not_run[-1]} not run"

@@ -76,3 +76,16 @@ def test_notebooks_keep_code_in_the_library(path):
             assert not re.search(r"\bplt\.subplots?\(|\.plot\(|\.hist\(", src) or re.search(
                 r"\biclgd\.plot\.", src
             ), f"{where} draws with matplotlib directly: add a function to iclgd.plot"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_glued_values_read_as_numbers(path):
+    # a glued numpy scalar shows its repr in the prose ("np.float64(12.9) %"): glue strings
+    nb = json.loads(path.read_text(encoding="utf8"))
+    for cell in _code_cells(nb):
+        for out in cell.get("outputs", []):
+            if "scrapbook" not in out.get("metadata", {}):
+                continue
+            for mime, value in out.get("data", {}).items():
+                text = "".join(value) if mime.endswith("text/plain") else ""
+                assert "np." not in text and "Array(" not in text, (path.name, text)

@@ -98,3 +98,20 @@ def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
     out = nbformat.read(path, as_version=4)
     assert out.cells[3].outputs[0]["text"] == "3\n"  # ran on after the failure
     assert out.metadata["iclgd"]["execution"]["failed_cells"] == failed
+
+
+def test_result_column_counts_follow_on_name_errors_and_the_deadline():
+    ok = rpr._result({})
+    assert ok == "every cell ran, every assert held"
+    res = rpr._result(
+        {
+            "failed_cells": [
+                {"cell": 3, "error": "AssertionError: 3e-05"},
+                {"cell": 5, "error": "NameError: name 'x' is not defined"},
+                {"cell": 7, "error": "NameError: name 'y' is not defined"},
+            ],
+            "not_run_cells": [8, 9, 10],
+        }
+    )
+    assert res.startswith("cell 3 failed: AssertionError: 3e-05; 2 later cell(s) (5, 7)")
+    assert res.endswith("stopped at the machine's time limit: cells 8–10 not run")
