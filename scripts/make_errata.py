@@ -97,9 +97,13 @@ def relocate(cell: str, part: str) -> str:
     """Rewrite a cell of ``book/<part>/index.md`` for a page in ``book/``."""
     cell = re.sub(r"\{glue:text\}`([\w.-]+\.ipynb::)", rf"{{glue:text}}`{part}/\1", cell)
     cell = re.sub(r"\{glue:text\}`\.\./", "{glue:text}`", cell)
-    cell = re.sub(r"\{doc\}`([\w-]+)`", rf"{{doc}}`{part}/\1`", cell)
-    cell = re.sub(r"\{doc\}`\.\./([^`]+)`", r"{doc}`\1`", cell)
-    return cell
+
+    def doc(m: re.Match) -> str:  # {doc}`target` or {doc}`title <target>`
+        title, target = m.group(1), m.group(2)
+        target = target[3:] if target.startswith("../") else f"{part}/{target}"
+        return f"{{doc}}`{title}<{target}>`" if title else f"{{doc}}`{target}`"
+
+    return re.sub(r"\{doc\}`([^`<]*?)<?([\w./-]+)>?`", doc, cell)
 
 
 def errata_rows(page: Path) -> tuple[str, list[list[str]]]:

@@ -48,6 +48,10 @@ def test_relocate_links_for_the_book_root():
     assert errata.relocate(cell, "part3") == (
         "{doc}`part3/gdpp`, {doc}`shared_setting`, {glue:text}`part3/baselines.ipynb::k:s`"
     )
+    titled = "{doc}`status page <../status>`, {doc}`the GD++ chapter <gdpp>`"
+    assert errata.relocate(titled, "part3") == (
+        "{doc}`status page <status>`, {doc}`the GD++ chapter <part3/gdpp>`"
+    )
 
 
 def test_claims_table_errors(tmp_path):
