@@ -3,7 +3,7 @@
 Run from the repository root (see benchmarks/README.md)::
 
     python benchmarks/bench_part3.py --quick   # smoke run, about 2 minutes
-    python benchmarks/bench_part3.py           # full run, about 10 minutes on 2 quiet cores
+    python benchmarks/bench_part3.py           # full run, about 16 minutes on 2 quiet cores
 
 Setting (Sec. 5.3 / 6.1 of the paper, as the chapters run it at ``ICLGD_SCALE=paper``): d = 5,
 three layers, one fixed batch of 20,000 prompts per seed with the paper's Sigma, L-BFGS (optax,
