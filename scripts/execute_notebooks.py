@@ -14,7 +14,7 @@ Usage::
     python scripts/execute_notebooks.py                          # every notebook in _toc.yml
     python scripts/execute_notebooks.py book/part1/foo.ipynb     # just these
     python scripts/execute_notebooks.py --scale paper            # the papers' settings
-    python scripts/execute_notebooks.py --timeout 3600               # seconds per cell
+    python scripts/execute_notebooks.py --timeout 3600           # seconds per cell
     python scripts/execute_notebooks.py --scale paper --allow-errors book/part3/gdpp.ipynb
 
 ``--allow-errors`` (for long paper-scale runs on a copy of the book, see

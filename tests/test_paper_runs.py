@@ -100,6 +100,33 @@ def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
     assert out.metadata["iclgd"]["execution"]["failed_cells"] == failed
 
 
+def test_execute_deadline_interrupts_the_running_cell_and_skips_the_rest(tmp_path):
+    import time
+
+    import execute_notebooks
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    cells = ["print(1)", "import time; time.sleep(60)", "print(3)"]
+    nb = new_notebook(
+        cells=[new_code_cell(c) for c in cells],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    deadline = time.monotonic() + 8  # time for the kernel to start and run cell 1
+    wall, failed = execute_notebooks.execute_one(
+        path, timeout=120, kernel=None, scale="paper", deadline=deadline
+    )
+    assert wall < 40  # the sleep was interrupted, not waited out
+    assert failed[0] == {"cell": 2, "error": "KeyboardInterrupt: "}
+    assert failed[1]["cell"] == 3 and "deadline" in failed[1]["error"]
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[0].outputs[0]["text"] == "1\n" and out.cells[2].outputs == []
+    assert out.metadata["iclgd"]["execution"]["not_run_cells"] == [3]
+    assert "iclgd" not in out.cells[2].metadata  # the marker is not left in the notebook
+
+
 def test_result_column_counts_follow_on_name_errors_and_the_deadline():
     ok = rpr._result({})
     assert ok == "every cell ran, every assert held"
