@@ -13,7 +13,7 @@
 # with scripts/record_paper_run.py --device ... --commit ....
 #
 # Wheels: where the machine lacks nbclient/ipykernel/myst-nb (and their dependencies), put them in
-# .whl/ (see CONTRIBUTING.md, "Paper-scale runs on a lent GPU"); they are installed into /tmp/site.
+# .whl/ (see CONTRIBUTING.md, "Paper-scale runs"); they are installed into /tmp/site.
 set -u
 deadline=$1
 out=$2
