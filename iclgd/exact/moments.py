@@ -10,6 +10,13 @@ sigma^2]]``, and (Wishart moments, then ``E_w`` last, because the columns share 
 ``K`` is quadratic in ``omega = (w, 1) ~ N((mu, 1), diag(Omega, 0))``, so these are Gaussian moments
 of order <= 4 (:func:`omega_moments`). The derivation, and why Xie et al.'s eq. 27 (independent
 columns) is wrong, are in the book's chapter *The exact risk engine*.
+
+**Centred moments.** The raw moments grow like ``||mu||^4`` and a risk computed from them loses
+about ``||mu||^4 eps`` to cancellation. :func:`prepare` therefore keeps the moments of the *centred*
+prompt: with ``w = mu + w0``, ``z = W z0`` for ``W = [[I, 0], [mu^T, 1]]`` (``y = y0 + x^T mu``), so
+``G = W G0 W^T`` with ``G0`` the Gram matrix of a prompt drawn with prior mean 0, and every
+``<G, S> = <G0, W^T S W>`` (as :mod:`iclgd.lsa_sweep` does). The risks shift their coefficients by
+``W`` and use ``E[u0 u0^T]``, ``u0 = (vech G0, w0, 1)``, whose size does not depend on ``mu``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ __all__ = [
     "gaussian_moments",
     "moments",
     "gram_matrix",
+    "shift_matrix",
     "prepare",
 ]
 
@@ -61,16 +69,20 @@ class Moments(NamedTuple):
 class Exact(NamedTuple):
     """Everything the exact risks need, precomputed once by :func:`prepare` (NumPy float64).
 
+    The Gram matrix is that of the centred prompt (module docstring): ``G = W G0 W^T`` with
+    ``W = [[I, 0], [mu^T, 1]]`` (:func:`shift_matrix`), ``w = mu + w0``.
+
     Attributes:
         C: context length.
-        moments: the :class:`Moments`.
-        gram: ``(n_u, n_u)`` ``Gamma = E[u u^T]`` for ``u = (vech G, w, 1)``,
-            ``n_u = D(D+1)/2 + d + 1``.
-        gram_factor: ``(r, n_u)`` ``F`` with ``F^T F = Gamma`` (eigenvalues below ``1e-14 * max``
+        moments: the :class:`Moments` of ``G`` itself (raw, not centred).
+        gram: ``(n_u, n_u)`` ``Gamma0 = E[u0 u0^T]`` for ``u0 = (vech G0, w - mu, 1)``,
+            ``n_u = D(D+1)/2 + d + 1`` (the moments of the prior with mean 0).
+        gram_factor: ``(r, n_u)`` ``F`` with ``F^T F = Gamma0`` (eigenvalues below ``1e-14 * max``
             dropped, so ``r <= n_u``).
         x_factor: ``(D, D)`` ``F_S`` with ``F_S F_S^T = diag(Sigma, 1)``.
         noise_var: label-noise variance ``sigma^2``.
         prior: the :class:`~iclgd.tasks.Prior`.
+        mu: ``(d,)`` the prior mean (float64), the shift of ``G0``.
     """
 
     C: int
@@ -80,6 +92,7 @@ class Exact(NamedTuple):
     x_factor: np.ndarray
     noise_var: float
     prior: Prior
+    mu: np.ndarray
 
     @property
     def d(self) -> int:
@@ -205,10 +218,15 @@ def moments(prior: Prior, C: int) -> Moments:
     """
     check_prior(prior)
     C = v.positive_int("C", C)
+    return _moments64(prior.mu, prior, C)
+
+
+def _moments64(mu, prior: Prior, C: int) -> Moments:
+    """:func:`moments` of ``prior`` with its mean replaced by ``mu`` (inputs checked)."""
     with enable_x64():
         f = lambda a: jnp.asarray(np.asarray(a, dtype=np.float64))
         out = _gaussian_moments_jit(
-            f(prior.mu), f(prior.Sigma), f(prior.Omega), f(prior.noise_std), jnp.asarray(float(C))
+            f(mu), f(prior.Sigma), f(prior.Omega), f(prior.noise_std), jnp.asarray(float(C))
         )
         return to_float64(out)
 
@@ -237,8 +255,21 @@ def gram_matrix(mom: Moments) -> np.ndarray:
     return (g + g.T) / 2
 
 
+def shift_matrix(mu, xp=np):
+    """``W = [[I_d, 0], [mu^T, 1]]`` ``(D, D)``: ``z = W z0`` shifts a prompt of prior mean 0 to
+    prior mean ``mu`` (``y = y0 + x^T mu``), so ``G = W G0 W^T`` and ``<G, S> = <G0, W^T S W>``."""
+    d = mu.shape[0]
+    top = xp.concatenate([xp.eye(d, dtype=mu.dtype), xp.zeros((d, 1), mu.dtype)], axis=1)
+    bottom = xp.concatenate([mu, xp.ones((1,), mu.dtype)])[None, :]
+    return xp.concatenate([top, bottom], axis=0)
+
+
 def prepare(prior: Prior, C: int) -> Exact:
     """Precompute (float64, once) everything the exact risks of this module need.
+
+    The risks use the moments of the centred prompt (``E[u0 u0^T]``, module docstring), so their
+    accuracy does not depend on the size of the prior mean; :attr:`Exact.moments` holds the raw
+    moments of ``G``.
 
     Args:
         prior: task distribution.
@@ -249,12 +280,14 @@ def prepare(prior: Prior, C: int) -> Exact:
     """
     check_prior(prior)
     C = v.positive_int("C", C)
-    mom = moments(prior, C)
-    gram = gram_matrix(mom)
+    mom = _moments64(prior.mu, prior, C)
+    mu = np.asarray(prior.mu, np.float64)
+    mom0 = mom if not mu.any() else _moments64(np.zeros_like(mu), prior, C)
+    gram = gram_matrix(mom0)
     F = psd_factor_rows(gram, 1e-14)
     d = prior.d
     S = np.zeros((d + 1, d + 1))
     S[:d, :d] = np.asarray(prior.Sigma, dtype=np.float64)
     S[d, d] = 1.0
     FS = np.linalg.cholesky((S + S.T) / 2)
-    return Exact(C, mom, gram, F, FS, float(mom.noise_var), prior)
+    return Exact(C, mom, gram, F, FS, float(mom.noise_var), prior, mu)

@@ -29,12 +29,12 @@ import numpy as np
 
 from .. import checks as v
 from .core import enable_x64, pinv_psd, risk64, to_float64, vech_index
-from .moments import Exact, check_exact
+from .moments import Exact, check_exact, shift_matrix
 from .risks import (
+    centre_coefficients,
     coef_matrix,
     gd_coefficients,
     linear_transformer_risk,
-    lsa_risk,
     lsa_risk_reduced,
 )
 
@@ -48,6 +48,8 @@ __all__ = [
     "heads_from_M",
     "stack_rank",
     "solve_columns",
+    "uncentre",
+    "centred_risk",
     "guess64",
     "vech_to_sym",
     "best_multihead_lsa",
@@ -255,35 +257,53 @@ def stack_rank(M, tol: float = 1e-9) -> int:
 
 
 def solve_columns(ex: Exact, g: np.ndarray, c: float, feat: np.ndarray | None = None):
-    """Least squares of the targets ``w~_k - v_k`` on ``vech G`` (or a subset ``feat`` of it).
+    """Least squares of the targets ``w~_k - v_k`` on ``vech G`` (or on features ``L vech G0``).
+
+    Solved on the centred prompt (:mod:`iclgd.exact.moments`): ``<G, S> = <G0, W^T S W>`` and
+    ``w~_k - v_k = w0~_k - (v_k - mu~_k)``, so the regression is on ``vech G0`` with the moments
+    ``E[u0 u0^T]``, whose size does not depend on ``mu``.
 
     Args:
         ex: :func:`~iclgd.exact.prepare`'s output.
         g: ``(d,)`` the guess; c: its bias (``v = (g, c)``).
-        feat: indices into ``vech G`` of the features used (default: all ``p = D(D+1)/2``).
+        feat: ``(q, p)`` the features as linear maps of ``vech G0`` (default: all of ``vech G0``,
+            ``p = D(D+1)/2``); a feature set of very different scales is equilibrated first.
 
     Returns:
-        ``(beta, (rank, size))``: ``beta`` ``(p, D)`` the coefficients of ``<G, Mt_k>`` on ``vech
-        G`` (zero for the columns that are not free, ``k = D`` when ``c = 0``), and the rank kept by
-        the pseudo-inverse of ``T`` with its size.
+        ``(beta, (rank, size))``: ``beta`` ``(p, D)`` (``feat`` given: ``(q, D)``) the
+        coefficients of ``<G0, W^T Mt_k W>`` on ``vech G0`` (on the features), zero for the
+        columns that are not free (``k = D`` when ``c = 0``), and the rank kept by the
+        pseudo-inverse of ``T0 = E[vech G0 vech G0^T]`` (of the features' ``L T0 L^T``) with
+        its size.
     """
     gram = ex.gram
     d = ex.d
     D = d + 1
     iu = vech_index(D)
     p = len(iu[0])
-    feat = np.arange(p) if feat is None else np.asarray(feat)
-    T = gram[np.ix_(feat, feat)]
+    T = gram[:p, :p]
+    L = None if feat is None else np.asarray(feat, np.float64)
+    if L is not None:
+        T = L @ T @ L.T
+        scale = np.sqrt(np.maximum(np.diag(T), np.finfo(np.float64).tiny))
+        T = T / scale[:, None] / scale[None, :]
     Tp, rank = pinv_psd(T)
-    vq = np.concatenate([g, [c]])
+    vq0 = np.concatenate([np.asarray(g, np.float64) - ex.mu, [c]])
     cols = range(D) if c != 0.0 else range(d)
-    beta = np.zeros((p, D))
+    beta = np.zeros((p if L is None else L.shape[0], D))
     for k in cols:
-        # E[vech G * (w~_k - v_k)]
-        ew = gram[feat, p + k] if k < d else np.zeros(len(feat))
-        r = ew - vq[k] * gram[feat, -1]
-        beta[feat, k] = Tp @ r
-    return beta, (rank, len(feat))
+        # E[vech G0 * (w0~_k - vq0_k)]
+        ew = gram[:p, p + k] if k < d else np.zeros(p)
+        r = ew - vq0[k] * gram[:p, -1]
+        beta[:, k] = Tp @ r if L is None else (Tp @ ((L @ r) / scale)) / scale
+    return beta, (rank, T.shape[0])
+
+
+def uncentre(S0: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``Mt_k = W^{-T} S0_k W^{-1}`` ``(D, D, K)``: the coefficients on ``G`` of ``<G0, S0_k>``
+    (``W`` of :func:`~iclgd.exact.moments.shift_matrix`, ``W^{-1}`` that of ``-mu``)."""
+    Wi = shift_matrix(-np.asarray(mu, np.float64))
+    return np.einsum("ma,abk,nb->mnk", Wi.T, S0, Wi.T)
 
 
 def vech_to_sym(beta: np.ndarray, D: int) -> np.ndarray:
@@ -330,7 +350,8 @@ def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> Best
     g = guess64(d, y_q_guess)
     c = v.finite_float("y_q_bias", y_q_bias)
     beta, rank = solve_columns(ex, g, c)
-    Mt = vech_to_sym(beta, D)
+    S0 = vech_to_sym(beta, D)  # the coefficients on the centred G0
+    Mt = uncentre(S0, ex.mu)
     # Mt = M x_3 P~^T; invert P~ (c != 0) or use M_D = 0 (c = 0).
     M = np.zeros((D, D, D))
     if c != 0.0:
@@ -339,8 +360,19 @@ def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> Best
     else:
         M[:, :, :d] = Mt[:, :, :d]
     params = to_float64(lsa_params_from_M(M))
-    risk = risk64(lsa_risk, params, ex, g, c)
+    # the risk of the centred solution itself (the same predictor as params: no round trip
+    # through W, whose rounding grows with ||mu||)
+    vq0 = np.concatenate([g - ex.mu, [c]])
+    risk = centred_risk(ex, S0, vq0)
     return BestLSA(risk, M, params, g, c, rank)
+
+
+def centred_risk(ex: Exact, S0: np.ndarray, vq0: np.ndarray) -> float:
+    """The risk (float64) of the predictor with coefficients ``S0`` ``(D, D, D)`` on ``G0`` and
+    ``vq0`` ``(D,)`` (``= vq - (mu, 0)``) on ``x~_q``: ``||F Pi0 F_S||^2 + sigma^2``."""
+    Pi = coef_matrix(S0, vq0, ex.d)
+    Y = ex.gram_factor @ Pi @ ex.x_factor
+    return float(np.sum(Y * Y)) + ex.noise_var
 
 
 def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
@@ -368,8 +400,9 @@ def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
             f"(1 - E[vech G]^T T^+ E[vech G] = {rho:.3g}); the best guess g* = (mu - nu) / rho "
             "is then undefined"
         )
-    nu = gram[:p, p : p + d].T @ Tp @ m
-    g = (np.asarray(ex.moments.Ew) - nu) / rho
+    # on the centred prompt (E[vech G0 w0] = nu0): g* = (mu - nu) / rho = mu - nu0 / rho
+    nu0 = gram[:p, p : p + d].T @ Tp @ m
+    g = ex.mu - nu0 / rho
     return best_multihead_lsa(ex, g, 0.0)
 
 
@@ -393,11 +426,15 @@ def best_linear_transformer(ex: Exact) -> BestLSA:
     d = ex.d
     D = d + 1
     iu = vech_index(D)
-    pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(*iu, strict=True))}
-    feat = np.array([pos[(min(n, d), max(n, d))] for n in range(D)])  # G[n, D] for n = 0..d
+    # the features G[n, D] = <G0, sym(W^T e_n (W^T e_D)^T)> on vech G0 (theta_mm = S_mm,
+    # theta_mn = 2 S_mn for m < n)
+    W = shift_matrix(ex.mu)
+    Q = np.einsum("nm,l->nml", W, W[d])
+    Q = (Q + np.swapaxes(Q, 1, 2)) / 2
+    feat = np.where(iu[0] == iu[1], 1.0, 2.0)[None, :] * Q[:, iu[0], iu[1]]  # (D, p)
     beta, rank = solve_columns(ex, np.zeros(d), 0.0, feat)
-    # f = <G, Mt_k> x_k with Mt[D, n, k] = -A[n, k]: coefficient of vech entry (n, D) is -A[n, k].
-    A = -beta[feat, :d]
+    # f = <G, Mt_k> x_k with Mt[D, n, k] = -A[n, k]: coefficient of G[D, n] is -A[n, k].
+    A = -beta[:, :d]
     P = np.zeros((1, D, D))
     P[0, d, d] = 1.0
     Q = np.zeros((1, D, D))
@@ -432,14 +469,14 @@ def gd_optimal(ex: Exact, w0=None) -> tuple[float, float]:
     d = ex.d
     w0 = ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d))
     w0 = np.asarray(w0, np.float64)
-    M1 = gd_coefficients(w0, np)
-    vq = np.concatenate([w0, [0.0]])
+    # on the centred prompt: Mt -> W^T Mt W, vq -> vq - (mu, 0) (exact cancellation at w0 = mu)
+    M1, vq = centre_coefficients(gd_coefficients(w0, np), np.concatenate([w0, [0.0]]), ex.mu)
     F, FS = ex.gram_factor, ex.x_factor
     Y0 = F @ coef_matrix(np.zeros_like(M1), vq, d) @ FS
-    Y1 = F @ coef_matrix(M1, np.zeros_like(vq), d, with_w=False) @ FS
+    Pi1 = coef_matrix(M1, np.zeros_like(vq), d, with_w=False)
+    Y1 = F @ Pi1 @ FS
     a1 = float(np.sum(Y0 * Y1))
     a2 = float(np.sum(Y1 * Y1))
-    Pi1 = coef_matrix(M1, np.zeros_like(vq), d, with_w=False)
     bound = np.linalg.norm(F) * np.linalg.norm(Pi1) * np.linalg.norm(FS)
     if np.sqrt(a2) <= 1e3 * np.finfo(np.float64).eps * bound:  # flat in eta (docstring)
         return 0.0, float(np.sum(Y0 * Y0)) + ex.noise_var

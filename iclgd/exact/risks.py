@@ -8,7 +8,10 @@ and::
 
     R = E[(f - y)^2] = ||F Pi F_S||_F^2 + sigma^2,    F_S F_S^T = diag(Sigma, 1),
 
-a sum of squares, accurate in float32 near an optimum. For multi-head LSA with
+a sum of squares, accurate in float32 near an optimum. ``Gamma`` is that of the centred prompt
+(:mod:`iclgd.exact.moments`): ``u = (vech G0, w - mu, 1)``, and ``Pi`` is built from the shifted
+coefficients ``W^T Mt_k W`` and ``vq - (mu, 0)`` (:func:`centre_coefficients`), so the accuracy
+does not depend on ``||mu||``. For multi-head LSA with
 ``y_q = x_q^T g + c``: ``Mt_{mnk} = sum_h b_{h,m} (A_h P~)_{nk}``, ``P~ = [[I_d, 0], [g^T, c]]``,
 ``vq = (g, c)`` (Xie et al.'s ``M_i = sum_h b_h a_i^{hT}``, ``Mt = M x_3 P~^T``).
 
@@ -25,13 +28,15 @@ import numpy as np
 
 from .. import checks as v
 from .core import vech_index
-from .moments import Exact, check_exact
+from .moments import Exact, check_exact, shift_matrix
 
 __all__ = [
     "coef_matrix",
+    "centre_coefficients",
     "ex_arrays",
     "predictor_risk",
     "predictor_risk_core",
+    "sum_of_squares_risk",
     "check_guess",
     "lsa_coefficients",
     "lsa_risk_core",
@@ -85,29 +90,68 @@ def predictor_risk(Mt: jax.Array, vq: jax.Array, ex: Exact) -> jax.Array:
     return predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt))
 
 
-def ex_arrays(ex: Exact, dt) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(F, F_S, sigma^2)`` as arrays of dtype ``dt`` (float32 unless x64 is enabled)."""
+def ex_arrays(ex: Exact, dt) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``(F, F_S, sigma^2, mu)`` as arrays of dtype ``dt`` (float32 unless x64 is enabled)."""
     return (
         jnp.asarray(ex.gram_factor, dt),
         jnp.asarray(ex.x_factor, dt),
         jnp.asarray(ex.noise_var, dt),
+        jnp.asarray(ex.mu, dt),
     )
 
 
-@jax.jit
-def predictor_risk_core(Mt, vq, F, FS, nv):
-    """:func:`predictor_risk` on the arrays ``(F, F_S, sigma^2)`` of :func:`ex_arrays` (jitted)."""
-    Pi = coef_matrix(Mt, vq, Mt.shape[0] - 1)
-    Y = F @ Pi @ FS
-    return jnp.sum(Y * Y) + nv
+def centre_coefficients(Mt, vq, mu):
+    """The predictor's coefficients on the centred prompt: ``(W^T Mt_k W, vq - (mu, 0))``.
+
+    With ``W = [[I, 0], [mu^T, 1]]`` (:func:`~iclgd.exact.moments.shift_matrix`), ``<G, Mt_k> =
+    <G0, W^T Mt_k W>``, and the target's ``w~_k = mu~_k + w0~_k`` moves ``mu`` into ``vq``.
+
+    Args:
+        Mt: ``(D, D, K)``; vq: ``(K,)`` (or ``None``); mu: ``(d,)`` (NumPy or JAX, alike).
+
+    Returns:
+        ``(Mt0 (D, D, K), vq0 (K,))`` (``vq0`` is ``None`` if ``vq`` is).
+    """
+    xp = np if isinstance(Mt, np.ndarray) and isinstance(mu, np.ndarray) else jnp
+    W = shift_matrix(xp.asarray(mu, Mt.dtype), xp)
+    Mt0 = xp.einsum("am,abk,bn->mnk", W, Mt, W)
+    if vq is None:
+        return Mt0, None
+    K = Mt.shape[2]
+    shift = xp.concatenate([xp.asarray(mu, Mt.dtype), xp.zeros((1,), Mt.dtype)])[:K]
+    return Mt0, vq - shift
 
 
 @jax.jit
-def lsa_risk_core(b, A, g, c, F, FS, nv):
-    """:func:`lsa_risk_reduced` on the arrays ``(F, F_S, sigma^2)`` of :func:`ex_arrays`
+def predictor_risk_core(Mt, vq, F, FS, nv, mu):
+    """:func:`predictor_risk` on the arrays ``(F, F_S, sigma^2, mu)`` of :func:`ex_arrays`
+    (jitted)."""
+    Mt0, vq0 = centre_coefficients(Mt, vq, mu)
+    return sum_of_squares_risk(coef_matrix(Mt0, vq0, Mt.shape[0] - 1), F, FS, nv)
+
+
+def sum_of_squares_risk(Pi, F, FS, nv):
+    """``||F Pi F_S||_F^2 + sigma^2`` that overflows to ``inf``, never to NaN (``inf * 0``, ``inf -
+    inf``): where ``Pi`` or ``F Pi F_S`` has entries whose squares could overflow the dtype, they
+    are divided by their largest entry first and the scale is multiplied back at the end (the
+    ordinary case computes exactly the unscaled sum)."""
+    big = jnp.finfo(Pi.dtype).max ** 0.25
+    sp = jnp.max(jnp.abs(Pi))
+    sp = jnp.where((sp > big) & jnp.isfinite(sp), sp, 1.0)
+    Y = F @ (Pi / sp) @ FS
+    sy = jnp.max(jnp.abs(Y))
+    sy = jnp.where((sy > big) & jnp.isfinite(sy), sy, 1.0)
+    Ys = Y / sy
+    s = sy * sp
+    return jnp.sum(Ys * Ys) * s * s + nv
+
+
+@jax.jit
+def lsa_risk_core(b, A, g, c, F, FS, nv, mu):
+    """:func:`lsa_risk_reduced` on the arrays ``(F, F_S, sigma^2, mu)`` of :func:`ex_arrays`
     (jitted)."""
     Mt = lsa_coefficients(b, A, g, c)
-    return predictor_risk_core(Mt, jnp.concatenate([g, c[None]]), F, FS, nv)
+    return predictor_risk_core(Mt, jnp.concatenate([g, c[None]]), F, FS, nv, mu)
 
 
 def check_guess(ex: Exact, y_q_guess, y_q_bias) -> tuple[jax.Array, jax.Array]:
@@ -206,10 +250,10 @@ def lsa_risk(params: dict, ex: Exact, y_q_guess=None, y_q_bias=0.0) -> jax.Array
 
 
 @jax.jit
-def _lsa_params_risk_core(p, g, c, F, FS, nv):
+def _lsa_params_risk_core(p, g, c, F, FS, nv, mu):
     b = jnp.einsum("hj,hjk->hk", p["WP"][:, -1, :], p["WV"])
     A = jnp.einsum("hji,hjk->hik", p["WK"], p["WQ"])
-    return lsa_risk_core(b, A, g, c, F, FS, nv)
+    return lsa_risk_core(b, A, g, c, F, FS, nv, mu)
 
 
 def yq_lsa_risk(params: dict, ex: Exact) -> jax.Array:
@@ -260,10 +304,10 @@ def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:
 
 
 @jax.jit
-def _lt_risk_core(b, A, F, FS, nv):
+def _lt_risk_core(b, A, F, FS, nv, mu):
     D, d = A.shape
     Mt = jnp.concatenate([-jnp.einsum("m,nk->mnk", b, A), jnp.zeros((D, D, 1), A.dtype)], axis=2)
-    return predictor_risk_core(Mt, jnp.zeros((D,), A.dtype), F, FS, nv)
+    return predictor_risk_core(Mt, jnp.zeros((D,), A.dtype), F, FS, nv, mu)
 
 
 def gd_coefficients(w0, xp=jnp):
@@ -279,9 +323,9 @@ def gd_coefficients(w0, xp=jnp):
 
 
 @jax.jit
-def _gd_risk_core(eta, w0, F, FS, nv):
+def _gd_risk_core(eta, w0, F, FS, nv, mu):
     vq = jnp.concatenate([w0, jnp.zeros((1,), w0.dtype)])
-    return predictor_risk_core(eta * gd_coefficients(w0), vq, F, FS, nv)
+    return predictor_risk_core(eta * gd_coefficients(w0), vq, F, FS, nv, mu)
 
 
 def gd_risk(ex: Exact, eta, w0=None) -> jax.Array:

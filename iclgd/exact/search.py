@@ -40,7 +40,7 @@ import numpy as np
 from .. import checks as v
 from ..tasks import standard_normal
 from .core import enable_x64, risk64, to_float64, vech_index
-from .moments import Exact, check_exact
+from .moments import Exact, check_exact, shift_matrix
 from .optima import (
     best_multihead_lsa,
     fold_last_row,
@@ -48,6 +48,7 @@ from .optima import (
     guess64,
     reduced_to_lsa_params,
     solve_columns,
+    uncentre,
 )
 from .risks import ex_arrays, lsa_risk, lsa_risk_core, lsa_risk_reduced
 
@@ -141,7 +142,7 @@ def lbfgs_minimize(loss: Callable, starts, steps: int, patience: int = 10, rtol:
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _lbfgs_lsa(starts: dict, F, FS, nv, g, c, train_w, *, steps: int):
+def _lbfgs_lsa(starts: dict, F, FS, nv, mu, g, c, train_w, *, steps: int):
     """L-BFGS on the exact LSA risk in ``{"b", "A", "w"}``; the guess is ``w`` if ``train_w`` else
     ``g``.
 
@@ -150,7 +151,7 @@ def _lbfgs_lsa(starts: dict, F, FS, nv, g, c, train_w, *, steps: int):
 
     def loss(p):
         w = jnp.where(train_w, p["w"], g)
-        return lsa_risk_core(p["b"], p["A"], w, c, F, FS, nv)
+        return lsa_risk_core(p["b"], p["A"], w, c, F, FS, nv, mu)
 
     return lbfgs_minimize(loss, starts, steps)
 
@@ -211,22 +212,24 @@ def vanishing_map(N):
     return xp.where((iu0 == iu1)[:, None], P1, (P1 + P2) / 2).T
 
 
-def subspace_excess(x, active, theta_star, T_inv, W):
+def subspace_excess(x, active, theta_star, T_inv, W, W_inv):
     """Excess risk over the floor of the best ``S`` vanishing on ``span(N)`` (pure ``jnp``).
 
     ``N = x * active``: ``x`` is ``(D, R)`` and the columns with ``active = 0`` are ignored, so one
     compiled function serves every ``r = sum(active) <= R`` (their rows of ``L`` vanish and are
-    padded with an identity block).
+    padded with an identity block). ``theta*`` and ``T`` are those of the centred prompt
+    (``vech G0``): ``N^T S N = N0^T S0 N0`` with ``S0 = W^T S W`` and ``N0 = W^{-1} N``.
 
     Args:
         x: ``(D, R)``; active: ``(R,)`` 0/1.
-        theta_star: ``(K, p)`` the unconstrained optimum of the ``K`` free columns.
-        T_inv: ``(p, p)`` ``T^{-1}``; W: ``(K, K)`` the weight of the columns.
+        theta_star: ``(K, p)`` the unconstrained optimum of the ``K`` free columns on ``vech G0``.
+        T_inv: ``(p, p)`` ``T0^{-1}``; W: ``(K, K)`` the weight of the columns.
+        W_inv: ``(D, D)`` the inverse of the shift ``W = [[I, 0], [mu^T, 1]]``.
 
     Returns:
-        ``tr(W (Theta* L^T) (L T^{-1} L^T)^{-1} (L Theta*^T))``.
+        ``tr(W (Theta* L^T) (L T^{-1} L^T)^{-1} (L Theta*^T))`` with ``L = L_{N0}``.
     """
-    N = x * active[None, :]
+    N = W_inv @ (x * active[None, :])
     # orthonormalise the active columns (N C^{-T}, N^T N = C C^T): the excess only depends on
     # span(N), and an orthonormal basis keeps L T^{-1} L^T well conditioned when columns align
     Cf = jnp.linalg.cholesky(N.T @ N + jnp.diag(1.0 - active))
@@ -240,13 +243,14 @@ def subspace_excess(x, active, theta_star, T_inv, W):
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _lbfgs_subspace(x0s, active, theta_star, T_inv, W, *, steps: int):
-    return lbfgs_minimize(lambda x: subspace_excess(x, active, theta_star, T_inv, W), x0s, steps)
+def _lbfgs_subspace(x0s, active, theta_star, T_inv, W, W_inv, *, steps: int):
+    loss = lambda x: subspace_excess(x, active, theta_star, T_inv, W, W_inv)
+    return lbfgs_minimize(loss, x0s, steps)
 
 
 def _subspace_problem(ex: Exact, g: np.ndarray, c: float):
-    """``(theta* (K, p), T^{-1}, W (K, K), full_rank)`` for the free columns of the guess ``(g,
-    c)``."""
+    """``(theta* (K, p), T0^{-1}, W (K, K), full_rank)`` for the free columns of the guess ``(g,
+    c)``, on the centred prompt (``vech G0``)."""
     d = ex.d
     D = d + 1
     p = len(vech_index(D)[0])
@@ -258,39 +262,46 @@ def _subspace_problem(ex: Exact, g: np.ndarray, c: float):
     return beta[:, cols].T, T_inv, S_x[np.ix_(cols, cols)], rank == size
 
 
-def heads_from_subspace(N, theta_star, T_inv, g, c: float) -> dict:
+def heads_from_subspace(N, theta_star, T_inv, g, c: float, mu) -> dict:
     """Reduced LSA parameters with ``H = D - r`` heads realising the best ``S`` vanishing on
     ``span(N)``.
 
-    The best ``theta_k = theta*_k - T^{-1} L^T (L T^{-1} L^T)^{-1} L theta*_k`` (``L = L_N``); with
-    ``N`` orthonormal and ``B`` an orthonormal basis of its complement, ``Mt_k = B B^T S_k B B^T +
-    2 B B^T S_k N N^T`` has range in ``span(B)`` and symmetric part ``S_k``. The heads are
-    ``b_h = B[:, h]``, ``A_h[n, i] = (B^T M_i)[h, n]``, with ``M`` from ``Mt = M x_3 P~^T``.
+    On the centred prompt (``S0 = W^T S W``, ``N0 = W^{-1} N``, ``L = L_{N0}``) the best ``theta_k
+    = theta*_k - T^{-1} L^T (L T^{-1} L^T)^{-1} L theta*_k``; back on ``G``, ``S_k = W^{-T} S0_k
+    W^{-1}``. With ``N`` orthonormal and ``B`` an orthonormal basis of its complement, ``Mt_k = B
+    B^T S_k B B^T + 2 B B^T S_k N N^T`` has range in ``span(B)`` and symmetric part ``S_k``. The
+    heads are ``b_h = B[:, h]``, ``A_h[n, i] = (B^T M_i)[h, n]``, with ``M`` from ``Mt = M x_3
+    P~^T``.
 
     Args:
         N: ``(D, r)`` full column rank, ``1 <= r <= D - 1``.
-        theta_star: ``(K, p)``, ``K = d`` (``c = 0``) or ``D``; T_inv: ``(p, p)``.
+        theta_star: ``(K, p)`` on ``vech G0``, ``K = d`` (``c = 0``) or ``D``; T_inv: ``(p, p)``
+            ``T0^{-1}``.
         g: ``(d,)``; c: the guess.
+        mu: ``(d,)`` the prior mean (the shift ``W``).
 
     Returns:
         ``{"b": (H, D), "A": (H, D, D)}`` (NumPy float64).
     """
     N = np.asarray(N, np.float64)
+    mu = np.asarray(mu, np.float64)
     D, r = N.shape
     d = D - 1
     U = np.linalg.svd(N, full_matrices=True)[0]
     N, B = U[:, :r], U[:, r:]
-    L = vanishing_map(N)
+    N0 = np.linalg.qr(shift_matrix(-mu) @ N)[0]
+    L = vanishing_map(N0)
     theta = theta_star - (T_inv @ L.T @ np.linalg.solve(L @ T_inv @ L.T, L @ theta_star.T)).T
     iu0, iu1 = vech_index(D)
     K = theta.shape[0]
-    S = np.zeros((K, D, D))
-    S[:, iu0, iu1] = theta / np.where(iu0 == iu1, 1.0, 2.0)
-    S[:, iu1, iu0] = S[:, iu0, iu1]
+    S0 = np.zeros((D, D, K))
+    S0[iu0, iu1, :] = (theta / np.where(iu0 == iu1, 1.0, 2.0)).T
+    S0[iu1, iu0, :] = S0[iu0, iu1, :]
+    S = uncentre(S0, mu)
     BB, NN = B @ B.T, N @ N.T
     Mt = np.zeros((D, D, D))
     for k in range(K):
-        Mt[:, :, k] = BB @ S[k] @ BB + 2 * BB @ S[k] @ NN
+        Mt[:, :, k] = BB @ S[:, :, k] @ BB + 2 * BB @ S[:, :, k] @ NN
     M = np.zeros((D, D, D))
     if c != 0.0:
         M[:, :, d] = Mt[:, :, d] / c
@@ -314,13 +325,15 @@ def _best_subspace(ex, H, g, c, floor, theta_star, T_inv, W, starts, steps, key,
             x = np.zeros((1, D, d))
             x[0, :, :r] = U
             x0.append(x)
-        args = [jnp.asarray(a) for a in (np.concatenate(x0), active, theta_star, T_inv, W)]
+        W_inv = shift_matrix(-ex.mu)
+        arrays = (np.concatenate(x0), active, theta_star, T_inv, W, W_inv)
+        args = [jnp.asarray(a) for a in arrays]
         x, final, curves = _lbfgs_subspace(*args, steps=steps)
         final = np.asarray(final)
     excess = np.where(np.isfinite(final), final, np.inf)
     i = int(np.argmin(excess))
     N = np.linalg.qr(np.asarray(x[i], np.float64)[:, :r])[0]
-    red = heads_from_subspace(N, theta_star, T_inv, g, c)
+    red = heads_from_subspace(N, theta_star, T_inv, g, c, ex.mu)
     return red, floor + excess, floor + np.asarray(curves)[i]
 
 
