@@ -18,7 +18,19 @@ import numpy as np
 from . import checks as v
 from .tasks import check_batch
 
-__all__ = ["mse", "cosine", "input_gradient", "compare_predictors"]
+__all__ = ["mse", "cosine", "input_gradient", "compare_predictors", "safe_scale"]
+
+
+def safe_scale(x: jax.Array, axis) -> jax.Array:
+    """A divisor for ``x`` along ``axis`` (keepdims) under which its squares neither overflow nor
+    underflow: ``max |x|`` where that is above ``max ** (1/4)`` or below ``tiny ** (1/4)`` of the
+    dtype, else exactly 1 (so ordinary inputs are computed unchanged). No gradient flows through
+    it (use it for scale-invariant quantities)."""
+    x = jnp.asarray(x)
+    fi = jnp.finfo(x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32)
+    s = jax.lax.stop_gradient(jnp.max(jnp.abs(x), axis=axis, keepdims=True))
+    bad = ((s > fi.max**0.25) | (s < fi.tiny**0.25)) & (s > 0) & jnp.isfinite(s)
+    return jnp.where(bad, s, jnp.ones_like(s))
 
 
 def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
@@ -47,7 +59,8 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
     """Cosine similarity ``<a, b> / (|a| |b|)`` along the last axis.
 
     The cosine with a zero vector is ``0 / 0``; it is returned as ``0`` (no direction is closer
-    than another), never NaN.
+    than another), never NaN. Vectors whose squared norm would overflow (or underflow) are scaled
+    by their largest entry first.
 
     Args:
         a, b: ``(..., n)`` arrays of the same shape, ``n >= 1``.
@@ -61,6 +74,8 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
         raise ValueError(
             f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
         )
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    a, b = a / safe_scale(a, -1), b / safe_scale(b, -1)
     a2, b2 = jnp.sum(a * a, -1), jnp.sum(b * b, -1)
     ok = (a2 > 0) & (b2 > 0)
     safe = lambda s: jnp.sqrt(jnp.where(ok, s, 1.0))  # no NaN in the value nor the gradient
@@ -106,7 +121,16 @@ def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
     dims = v.Dims()
     check_batch(tasks, dims=dims)
     v.array("tasks.w", tasks.w, "B d", dims)
+    B = dims["B"]
     f_a, f_b = predict_a(tasks), predict_b(tasks)
+    for name, f in (("predict_a", f_a), ("predict_b", f_b)):
+        shp = tuple(np.shape(f))
+        if shp != (B,):
+            raise ValueError(
+                f"{name}(tasks) must return shape (B,) = ({B},) (one prediction per prompt), got "
+                f"{shp}"
+            )
+        v.array(f"{name}(tasks)", f)
     g_a, g_b = input_gradient(predict_a, tasks), input_gradient(predict_b, tasks)
     return {
         "pred_diff": np.asarray(jnp.abs(f_a - f_b)),

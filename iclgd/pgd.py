@@ -45,6 +45,7 @@ from .exact.wishart import (
     wishart_power_moments,
     wishart_trace_moment,
 )
+from .metrics import safe_scale
 
 __all__ = [
     "dist_to_identity",
@@ -87,6 +88,7 @@ def dist_to_identity(M) -> jax.Array:
     if not v.is_tracer(M) and np.any(np.abs(np.asarray(M)).max(axis=(-2, -1)) == 0):
         raise ValueError("M must hold no matrix that is identically zero (Dist is 0/0 there)")
     M = jnp.asarray(M)
+    M = M / safe_scale(M, (-2, -1))  # Dist is scale-invariant; no overflow in ||M||^2
     d = M.shape[-1]
     alpha = jnp.trace(M, axis1=-2, axis2=-1) / d
     R = M - alpha[..., None, None] * jnp.eye(d, dtype=M.dtype)
@@ -397,6 +399,10 @@ class TunedGD(NamedTuple):
             order), or ``(1,)`` the one step size of every step when ``shared``.
         risk: the exact population loss (eq. 5) at these steps.
         c: ``(k,)`` coefficients of ``p(s) = prod_l (1 - gamma_l s) = 1 + sum_j c_j s^j``.
+
+    When the loss does not depend on the steps (``P = 0`` or ``Omega = 0``) every step is optimal
+    and the steps returned are 0; when the optimal ``p`` has degree ``< k`` (a singular ``P``),
+    the missing steps are 0.
     """
 
     steps: np.ndarray
@@ -453,6 +459,10 @@ def tuned_gd(k: int, n: int, Sigma, P=None, Omega=None, shared: bool = False) ->
         Omega = np.linalg.inv(Sigma)
     Omega = np.asarray(v.spd_matrix("Omega", Omega, d, psd=True, dtype=np.float64), float)
     M = _gd_moments(k, n, Sigma, P, Omega)
+    if np.abs(M[1:, :]).max() <= 1e-14 * max(np.abs(M).max(), np.finfo(float).tiny):
+        # the loss does not depend on the steps (P = 0 or Omega = 0): every step is optimal; no
+        # step (gamma = 0) is the minimiser of least magnitude
+        return TunedGD(np.zeros(1 if shared else k), float(M[0, 0]), np.zeros(k))
     if shared:
         binom = np.array([sp.binomial(k, j) * (-1) ** j for j in range(k + 1)], float)
         loss = np.polynomial.Polynomial([0.0])
@@ -464,11 +474,14 @@ def tuned_gd(k: int, n: int, Sigma, P=None, Omega=None, shared: bool = False) ->
         g = float(crit[np.argmin(loss(crit))])
         return TunedGD(np.array([g]), float(loss(g)), binom[1:] * g ** np.arange(1, k + 1))
     H, gvec = M[1:, 1:], M[1:, 0]
-    c = -np.linalg.solve(H, gvec)
-    roots = np.polynomial.Polynomial(np.concatenate([[1.0], c])).roots()
-    if np.abs(roots.imag).max() > 1e-9 * np.abs(roots).max():
+    # least squares of least norm: H is singular for a singular P (some powers of S P coincide)
+    c = -np.linalg.lstsq(H, gvec, rcond=1e-13)[0]
+    poly = np.polynomial.Polynomial(np.concatenate([[1.0], c])).trim(1e-13 * np.abs(c).max())
+    roots = poly.roots()
+    if roots.size and np.abs(roots.imag).max() > 1e-9 * np.abs(roots).max():
         raise ValueError(f"the optimal polynomial has complex roots {roots}: no real step sizes")
-    return TunedGD(np.sort(1.0 / roots.real), float(M[0, 0] + gvec @ c), c)
+    steps = np.concatenate([np.zeros(k - roots.size), 1.0 / roots.real])  # degree < k: no step
+    return TunedGD(np.sort(steps), float(M[0, 0] + gvec @ c), c)
 
 
 def gdpp_residual(a, b, lam) -> np.ndarray:

@@ -105,13 +105,18 @@ def make_prior(
 
     Raises:
         ValueError: naming the argument, if a shape is wrong, a covariance is not symmetric
-            positive definite, ``noise_std < 0`` or a value is not finite.
+            positive definite, ``noise_std < 0``, a value is not finite, or an entry (of ``mu``,
+            ``Sigma``, ``Omega``, or ``noise_std``) is larger than ``max ** (1/4)`` of the stored
+            dtype (``4.3e9`` in float32): the prompts' fourth moments, which the exact risks and
+            the losses square, would overflow.
 
     Example:
         >>> prior = make_prior(10, mu=jnp.ones(10))   # Part I, ||w_star||^2 = 10
     """
     d = v.positive_int("d", d)
     dims = v.Dims(d=d)
+    for name, x in (("mu", mu), ("Sigma", Sigma), ("Omega", Omega), ("noise_std", noise_std)):
+        _check_magnitude(name, x)
     mu = jnp.zeros(d) if mu is None else jnp.asarray(v.array("mu", mu, "d", dims), dtype=float)
     Sigma = (
         jnp.eye(d) if Sigma is None else jnp.asarray(v.spd_matrix("Sigma", Sigma, d), dtype=float)
@@ -138,15 +143,51 @@ def make_prior(
     )
 
 
+def _check_magnitude(name: str, x) -> None:
+    """Raise unless every entry of ``x`` (concrete) is at most ``max ** (1/4)`` of the stored
+    dtype, so that the fourth moments of the prompts stay finite."""
+    if x is None or v.is_tracer(x):
+        return
+    try:
+        a = np.asarray(x)
+        if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+            return  # not real numbers: the other checks say what is expected
+        a = np.abs(a.astype(np.float64))
+    except (TypeError, ValueError):
+        return
+    top = float(np.finfo(v.float_dtype()).max)
+    lim = top**0.25
+    # entries that are not finite in the stored dtype are reported by the finiteness checks
+    big = float(np.max(np.where(a <= top, a, 0.0), initial=0.0))
+    if big > lim:
+        raise ValueError(
+            f"{name} must have entries of magnitude at most {lim:.3g} (the fourth moments of the "
+            f"prompts must be finite in {v.float_dtype()}), got max |{name}| = {big:.3g}"
+        )
+
+
+_CHECKED: list = []  # the last priors that passed check_prior (identity cache)
+
+
 def check_prior(prior, name: str = "prior") -> Prior:
     """Check that ``prior`` is a :class:`Prior` with consistent shapes and (when concrete) finite
-    entries and ``noise_std >= 0``; return it. Raises ``ArgumentTypeError`` for another type."""
+    entries and ``noise_std >= 0``; return it. Raises ``ArgumentTypeError`` for another type.
+
+    A concrete prior that passed is remembered (the last 16, by identity; a :class:`Prior` is
+    immutable), so the checks of the functions it is passed on to cost nothing."""
+    if any(p is prior for p in _CHECKED):
+        return prior
     v.container(name, prior, Prior, "an iclgd.tasks.Prior (use make_prior)")
     dims = v.Dims()
     v.array(f"{name}.mu", prior.mu, "d", dims)
     for field in ("Sigma", "Omega", "L_Sigma", "L_Omega"):
         v.array(f"{name}.{field}", getattr(prior, field), "d d", dims)
     v.scalar(f"{name}.noise_std", prior.noise_std, nonneg=True)
+    for field in ("mu", "Sigma", "Omega"):
+        _check_magnitude(f"{name}.{field}", getattr(prior, field))
+    _check_magnitude(f"{name}.noise_std", prior.noise_std)
+    if not any(v.is_tracer(x) for x in prior):
+        _CHECKED[:] = [prior, *_CHECKED[:15]]
     return prior
 
 

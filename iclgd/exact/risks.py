@@ -87,7 +87,7 @@ def predictor_risk(Mt: jax.Array, vq: jax.Array, ex: Exact) -> jax.Array:
     Mt = jnp.asarray(v.array("Mt", Mt, "D D D", dims))
     vq = v.array("vq", vq, "D", dims)
     dt = jnp.result_type(Mt.dtype, jnp.asarray(vq).dtype)
-    return predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt))
+    return _reported(predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt)))
 
 
 def ex_arrays(ex: Exact, dt) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
@@ -130,20 +130,35 @@ def predictor_risk_core(Mt, vq, F, FS, nv, mu):
     return sum_of_squares_risk(coef_matrix(Mt0, vq0, Mt.shape[0] - 1), F, FS, nv)
 
 
+def _reported(risk):
+    """``risk``, or ``ValueError`` if it is NaN although the (checked, finite) inputs are concrete:
+    an intermediate of the risk overflowed the dtype."""
+    if not v.is_tracer(risk) and bool(jnp.isnan(risk)):
+        dt = jnp.asarray(risk).dtype
+        raise ValueError(
+            f"the exact risk overflows {dt} at these parameters (an intermediate exceeds "
+            f"{float(jnp.finfo(dt).max):.3g}); evaluate it in float64 with exact.risk64"
+        )
+    return risk
+
+
 def sum_of_squares_risk(Pi, F, FS, nv):
     """``||F Pi F_S||_F^2 + sigma^2`` that overflows to ``inf``, never to NaN (``inf * 0``, ``inf -
     inf``): where ``Pi`` or ``F Pi F_S`` has entries whose squares could overflow the dtype, they
     are divided by their largest entry first and the scale is multiplied back at the end (the
-    ordinary case computes exactly the unscaled sum)."""
+    ordinary case computes exactly the unscaled sum); an infinite coefficient gives ``inf``. The
+    public risks raise ``ValueError`` where a concrete result is still NaN (an overflow before
+    ``Pi``, e.g. ``inf - inf`` between heads)."""
     big = jnp.finfo(Pi.dtype).max ** 0.25
-    sp = jnp.max(jnp.abs(Pi))
-    sp = jnp.where((sp > big) & jnp.isfinite(sp), sp, 1.0)
+    sp_raw = jnp.max(jnp.abs(Pi))
+    sp = jnp.where((sp_raw > big) & jnp.isfinite(sp_raw), sp_raw, 1.0)
     Y = F @ (Pi / sp) @ FS
     sy = jnp.max(jnp.abs(Y))
     sy = jnp.where((sy > big) & jnp.isfinite(sy), sy, 1.0)
     Ys = Y / sy
     s = sy * sp
-    return jnp.sum(Ys * Ys) * s * s + nv
+    out = jnp.sum(Ys * Ys) * s * s + nv
+    return jnp.where(jnp.isposinf(sp_raw), jnp.inf, out)  # an overflowed coefficient: inf
 
 
 @jax.jit
@@ -211,12 +226,14 @@ def lsa_risk_reduced(
     g, c = check_guess(ex, y_q_guess, y_q_bias)
     A = jnp.asarray(A)
     dt = jnp.result_type(A.dtype, jnp.asarray(b).dtype, g.dtype)
-    return lsa_risk_core(
-        jnp.asarray(b, dt),
-        jnp.asarray(A, dt),
-        jnp.asarray(g, dt),
-        jnp.asarray(c, dt),
-        *ex_arrays(ex, dt),
+    return _reported(
+        lsa_risk_core(
+            jnp.asarray(b, dt),
+            jnp.asarray(A, dt),
+            jnp.asarray(g, dt),
+            jnp.asarray(c, dt),
+            *ex_arrays(ex, dt),
+        )
     )
 
 
@@ -246,7 +263,9 @@ def lsa_risk(params: dict, ex: Exact, y_q_guess=None, y_q_bias=0.0) -> jax.Array
     g, c = check_guess(ex, y_q_guess, y_q_bias)
     dt = jnp.result_type(*[jnp.asarray(params[k]).dtype for k in ("WK", "WQ", "WV", "WP")], g.dtype)
     p = {k: jnp.asarray(params[k], dt) for k in ("WK", "WQ", "WV", "WP")}
-    return _lsa_params_risk_core(p, jnp.asarray(g, dt), jnp.asarray(c, dt), *ex_arrays(ex, dt))
+    return _reported(
+        _lsa_params_risk_core(p, jnp.asarray(g, dt), jnp.asarray(c, dt), *ex_arrays(ex, dt))
+    )
 
 
 @jax.jit
@@ -300,7 +319,7 @@ def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:
         b = jnp.asarray(P)[0, -1, :]
         A = jnp.asarray(Q)[0, :, :d]
     dt = jnp.result_type(b.dtype, A.dtype)
-    return _lt_risk_core(b.astype(dt), A.astype(dt), *ex_arrays(ex, dt))
+    return _reported(_lt_risk_core(b.astype(dt), A.astype(dt), *ex_arrays(ex, dt)))
 
 
 @jax.jit
@@ -350,4 +369,4 @@ def gd_risk(ex: Exact, eta, w0=None) -> jax.Array:
     if eta.ndim != 0:
         raise ValueError(f"eta must be a scalar, got shape {tuple(eta.shape)}")
     dt = jnp.result_type(w0.dtype, eta.dtype, float)
-    return _gd_risk_core(eta.astype(dt), w0.astype(dt), *ex_arrays(ex, dt))
+    return _reported(_gd_risk_core(eta.astype(dt), w0.astype(dt), *ex_arrays(ex, dt)))
