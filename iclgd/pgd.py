@@ -41,6 +41,7 @@ import sympy as sp
 from . import checks as v
 from .exact.wishart import (
     _transpose,
+    count_arg,
     expect_trace_word,
     wishart_power_moments,
     wishart_trace_moment,
@@ -238,7 +239,8 @@ def scalar_risk_expr(L: int, n=None, d=None) -> tuple[sp.Expr, tuple]:
 
     Args:
         L: number of layers, ``1 <= L <= 3``.
-        n, d: sizes (numbers) or ``None`` for the symbols ``n``, ``d``.
+        n, d: sizes (integers ``>= 1`` or sympy expressions) or ``None`` for the symbols ``n``,
+            ``d``.
 
     Returns:
         ``(f, a)`` with ``a`` the ``L`` symbols ``a_0..a_{L-1}``.
@@ -246,8 +248,7 @@ def scalar_risk_expr(L: int, n=None, d=None) -> tuple[sp.Expr, tuple]:
     L = v.positive_int("L", L)
     if L > 3:
         raise ValueError(f"L must be at most 3 (moments up to E tr S^6), got {L}")
-    n = sp.Symbol("n", positive=True) if n is None else sp.sympify(n)
-    d = sp.Symbol("d", positive=True) if d is None else sp.sympify(d)
+    n, d = count_arg("n", n), count_arg("d", d)
     a = sp.symbols(f"a_0:{L}", real=True)
     s = sp.Symbol("s")
     p2 = sp.Poly(sp.expand(sp.prod([1 + ai * s / n for ai in a]) ** 2), s)

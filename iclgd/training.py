@@ -192,8 +192,7 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             opt = name_or_opt
 
         def value(p, k):
-            out = loss_fn(p, k, *args)
-            return out if has_aux else (out, None)
+            return _loss_output(loss_fn(p, k, *args), has_aux)
 
         def step(carry, i):
             params, state, bad = carry
@@ -302,6 +301,66 @@ def _check_deterministic(loss_fn, params, key, args, has_aux) -> None:
         )
 
 
+def _loss_output(out, has_aux: bool):
+    """``(loss, aux)`` from ``loss_fn``'s output, checked (at trace time: no cost per step)."""
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            got = (
+                f"an array of shape {tuple(np.shape(out))}"
+                if hasattr(out, "shape")
+                else f"a {type(out).__name__}"
+            )
+            raise ValueError(
+                f"with has_aux=True, loss_fn must return a pair (loss, aux), got {got}"
+            )
+        loss, aux = out
+    else:
+        if isinstance(out, (tuple, list, dict)):
+            raise ValueError(
+                f"loss_fn must return a scalar loss, got a {type(out).__name__}; a loss that also "
+                "returns auxiliary output needs has_aux=True"
+            )
+        loss, aux = out, None
+    shape = tuple(np.shape(loss))
+    if shape != ():
+        raise ValueError(
+            f"loss_fn must return a scalar loss of shape (), got shape {shape} (reduce it, e.g. "
+            "with jnp.mean)"
+        )
+    dt = jnp.asarray(loss).dtype if not hasattr(loss, "dtype") else loss.dtype
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise v.ArgumentTypeError(f"loss_fn must return a floating-point loss, got dtype {dt}")
+    return loss, aux
+
+
+def _check_params(name: str, params, learning_rate) -> None:
+    """Floating-point leaves (gradients of integers are not defined) and, for per-group rates, a
+    dict whose top-level keys are exactly the groups."""
+    v.finite_tree(name, params)
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    if not leaves:
+        raise ValueError(f"{name} must hold at least one array")
+    for path, leaf in leaves:
+        dt = jnp.asarray(leaf).dtype
+        if not jnp.issubdtype(dt, jnp.floating):
+            raise v.ArgumentTypeError(
+                f"{name}{jax.tree_util.keystr(path)} must be a floating-point array (gradients of "
+                f"integers are not defined), got dtype {dt}"
+            )
+    if isinstance(learning_rate, dict):
+        if not isinstance(params, dict):
+            raise v.ArgumentTypeError(
+                f"learning_rate as a dict {{group: rate}} needs {name} to be a dict whose "
+                f"top-level keys are the groups, got {type(params).__name__}"
+            )
+        want, have = {str(k) for k in learning_rate}, {str(k) for k in params}
+        if want != have:
+            raise ValueError(
+                f"learning_rate must give a rate for every top-level entry of {name} and no "
+                f"other: missing {sorted(have - want)}, unknown {sorted(want - have)}"
+            )
+
+
 def _chunking(steps: int, chunk, record_every) -> tuple[int, int]:
     if record_every is None:
         every = min(steps, 500) if chunk is None else v.positive_int("chunk", chunk)
@@ -376,7 +435,7 @@ def train(
     steps = v.positive_int("steps", steps)
     v.prng_key("key", key)
     args = _check_common(loss_fn, args, metrics)
-    v.finite_tree("params", params)
+    _check_params("params", params, learning_rate if isinstance(optimizer, str) else None)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
     if lbfgs and not fixed_key:
@@ -514,7 +573,8 @@ def train_seeds(
         raise v.ArgumentTypeError(f"vectorize must be True, False or None, got {vectorize!r}")
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    params = v.finite_tree("init_fn(key)", jax.vmap(init)(init_keys))
+    params = jax.vmap(init)(init_keys)
+    _check_params("init_fn(key)", params, learning_rate if isinstance(optimizer, str) else None)
     if lbfgs and not fixed_key:
         first = jax.tree_util.tree_map(lambda x: x[0], params)
         seed0 = jax.tree_util.tree_map(lambda x: x[0], seed_args)
@@ -719,6 +779,9 @@ def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args:
 
     Returns:
         ``(mean, standard_error)`` over the batches, as floats.
+
+    Raises:
+        ValueError: if the loss is not a scalar or is not finite on some batch.
     """
     n_batches = v.positive_int("n_batches", n_batches, 2)
     v.prng_key("key", key)
@@ -726,5 +789,13 @@ def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args:
     args = _check_args(args)
     v.finite_tree("params", params)
     keys = jax.random.split(key, n_batches)
-    vals = np.asarray(jax.lax.map(lambda k: loss_fn(params, k, *args), keys))
+    vals = np.asarray(
+        jax.lax.map(lambda k: _loss_output(loss_fn(params, k, *args), False)[0], keys)
+    )
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        raise ValueError(
+            f"loss_fn returned {vals[bad[0]]} on batch {int(bad[0])} of {n_batches} (the loss is "
+            "not finite at these params: a diverged model, or an overflow in the loss)"
+        )
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches))

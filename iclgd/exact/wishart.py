@@ -48,11 +48,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from .. import checks as v
 
 __all__ = [
+    "count_arg",
     "matching_structures",
     "wishart_trace_moment",
     "expect_trace",
@@ -71,14 +73,44 @@ def _check_k(k) -> int:
     return k
 
 
+def count_arg(name: str, x: Any, default: str | None = None) -> sp.Expr:
+    """A size (``n``, ``d``) as a sympy expression: ``None`` is the positive symbol ``default``
+    (``name`` if not given), a symbolic expression is kept, and a number must be an integer
+    ``>= 1`` (``ValueError`` otherwise: ``n = 0`` would give ``nan``, ``n < 0`` a meaningless
+    polynomial)."""
+    if x is None:
+        return sp.Symbol(default or name, positive=True)
+    if isinstance(x, sp.Basic) and not x.is_number:
+        return x
+    if isinstance(x, sp.Basic):
+        if not (x.is_Integer and x >= 1):
+            raise ValueError(f"{name} must be an integer >= 1 (a count) or a symbol, got {x}")
+        return sp.Integer(int(x))
+    return sp.Integer(v.positive_int(name, x))
+
+
 def _check_numeric(mats: list, n: Any, Sigma: Any) -> tuple[list, Any, Any]:
-    """Numeric (non-sympy) input: real finite matrices, ``n`` a count, ``Sigma`` finite."""
+    """Numeric (non-sympy) input: real finite matrices, ``n`` a count, ``Sigma`` finite,
+    symmetric and positive semi-definite (batched: every matrix)."""
+    if isinstance(n, sp.Basic):
+        count_arg("n", n)
     if any(isinstance(x, (sp.Basic, sp.MatrixBase)) for x in (*mats, n, Sigma)):
         return mats, n, Sigma
     mats = [v.array(f"mats[{i}]", m) for i, m in enumerate(mats)]
     n = v.positive_int("n", n)
     if Sigma is not None:
         Sigma = v.array("Sigma", Sigma)
+        if not v.is_tracer(Sigma) and Sigma.ndim >= 2 and Sigma.shape[-1] == Sigma.shape[-2]:
+            S = np.asarray(Sigma, np.float64)
+            scale = max(float(np.abs(S).max(initial=0.0)), np.finfo(float).tiny)
+            if np.abs(S - np.swapaxes(S, -1, -2)).max(initial=0.0) > 1e-6 * scale:
+                raise ValueError("Sigma must be symmetric (a covariance)")
+            lam = np.linalg.eigvalsh((S + np.swapaxes(S, -1, -2)) / 2)
+            if lam.size and lam.min() < -S.shape[-1] * 1e-6 * scale:
+                raise ValueError(
+                    "Sigma must be positive semi-definite (a covariance); smallest eigenvalue "
+                    f"{lam.min():.3g}"
+                )
     return mats, n, Sigma
 
 
@@ -150,8 +182,8 @@ def wishart_trace_moment(k: int, n: Any = None, d: Any = None) -> sp.Expr:
 
     Args:
         k: power, ``1 <= k <= 7``.
-        n: number of samples (a sympy expression or integer); default the symbol ``n``.
-        d: dimension; default the symbol ``d``.
+        n: number of samples (a sympy expression or integer ``>= 1``); default the symbol ``n``.
+        d: dimension (likewise); default the symbol ``d``.
 
     Returns:
         sympy expression ``sum_matchings n^c d^(number of cycles)``, expanded.
@@ -161,8 +193,7 @@ def wishart_trace_moment(k: int, n: Any = None, d: Any = None) -> sp.Expr:
         >>> sp.factor(wishart_trace_moment(2))
         d*n*(d + n + 1)
     """
-    n = sp.Symbol("n", positive=True) if n is None else sp.sympify(n)
-    d = sp.Symbol("d", positive=True) if d is None else sp.sympify(d)
+    n, d = count_arg("n", n), count_arg("d", d)
     counts = Counter((c, len(cyc)) for c, cyc in matching_structures(_check_k(k)))
     return sp.expand(sum(m * n**c * d**r for (c, r), m in counts.items()))
 

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import sympy as sp
 
-from ..checks import positive_int
+from ..checks import ArgumentTypeError, positive_int
 from .gaussian import expect_independent, gaussian_expectation
 
 __all__ = [
@@ -51,6 +51,35 @@ def _mat(name: str, r: int, c: int, sym: bool = False) -> sp.Matrix:
             r, c, lambda i, j: sp.Symbol(f"{name}_{min(i, j) + 1}{max(i, j) + 1}", real=True)
         )
     return sp.Matrix(r, c, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
+
+
+def _check_lam(lam, d: int) -> tuple:
+    """The ``d`` eigenvalues of the diagonal ``Sigma`` as sympy expressions (default the positive
+    symbols ``lambda_i``); numbers must be real, finite and ``> 0``, symbols not known to be
+    non-positive."""
+    if lam is None:
+        return tuple(sp.Symbol(f"lambda_{i + 1}", positive=True) for i in range(d))
+    if isinstance(lam, (str, bytes)) or not hasattr(lam, "__len__"):
+        raise ArgumentTypeError(
+            f"lam must be a sequence of d = {d} eigenvalues, got {type(lam).__name__}"
+        )
+    if len(lam) != d:
+        raise ValueError(f"lam must have d = {d} entries, got {len(lam)}")
+    out = []
+    for i, x in enumerate(lam):
+        try:
+            e = sp.sympify(x)
+        except (sp.SympifyError, TypeError, ValueError):
+            raise ArgumentTypeError(
+                f"lam[{i}] must be a number or a sympy expression, got {x!r}"
+            ) from None
+        if not isinstance(e, sp.Expr) or e.is_positive is False or e.has(sp.nan, sp.zoo, sp.oo):
+            raise ValueError(
+                f"lam[{i}] must be a positive eigenvalue of Sigma (a number > 0 or a positive "
+                f"symbol), got {x!r}"
+            )
+        out.append(e)
+    return tuple(out)
 
 
 def _vec(name: str, r: int) -> sp.Matrix:
@@ -146,12 +175,7 @@ def single_layer_risk_expr(d: int, lam=None) -> SingleLayerRisk:
         lam: ``d`` positive eigenvalues (numbers or expressions); default symbols ``lambda_i``.
     """
     d = positive_int("d", d)
-    if lam is None:
-        lam = tuple(sp.Symbol(f"lambda_{i + 1}", positive=True) for i in range(d))
-    else:
-        lam = tuple(sp.sympify(v) for v in lam)
-        if len(lam) != d:
-            raise ValueError(f"lam must have d = {d} entries, got {len(lam)}")
+    lam = _check_lam(lam, d)
     n = sp.Symbol("n", positive=True)
     b = _vec("b", d + 1)
     A = _mat("A", d + 1, d)
@@ -183,8 +207,7 @@ def component_risk_expr(d: int, j: int, lam=None) -> tuple[sp.Expr, sp.Matrix, s
     d = positive_int("d", d)
     if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < d:
         raise ValueError(f"j must be an integer in 0..{d - 1}, got {j!r}")
-    if lam is None:
-        lam = tuple(sp.Symbol(f"lambda_{i + 1}", positive=True) for i in range(d))
+    lam = _check_lam(lam, d)
     n = sp.Symbol("n", positive=True)
     Xm = _mat("X", d + 1, d + 1)
     x = _vec("x", d)
