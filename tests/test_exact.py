@@ -435,3 +435,40 @@ def test_bad_inputs_raise_value_errors():
         exact.lsa_params_from_M(jnp.zeros((2, 3, 3)))
     with pytest.raises(ValueError, match="eta must be a scalar"):
         exact.gd_risk(ex, jnp.ones(2))
+
+
+# ------------------------------------------------------------------ accuracy at any ||w*|| (#28)
+@pytest.mark.parametrize("s2", [0.0, 3e4, 1e8])
+def test_exact_quantities_keep_their_accuracy_as_the_prior_mean_grows(s2):
+    """Part I (Sigma = Omega = I, no noise), d = 3, C = 5: closed forms that hold for every w*.
+
+    The engine computes on the centred prompt (G = W G0 W^T), so at ||w*||^2 = 1e8 every exact
+    quantity agrees with its closed form to 1e-10 relative, as at 0 (before, the error grew like
+    ||w*||^4 eps: eta* = 0.081 instead of 5/9 at 3e6, a "flat" risk at 3e8)."""
+    d, C = 3, 5
+    ex = exact.prepare(tasks.make_prior(d, mu=jnp.asarray(np.sqrt(s2 / d) * np.ones(d))), C)
+    mu = np.asarray(ex.prior.mu, np.float64)  # the stored (float32-rounded) mean
+    eta_cf, risk_cf = C / (C + d + 1), d * (d + 1) / (C + d + 1)
+    rel = lambda a, b: abs(a - b) / abs(b)
+    eta, risk = exact.gd_optimal(ex)
+    assert rel(eta, eta_cf) < 1e-10 and rel(risk, risk_cf) < 1e-10
+    # one GD step from w* as an LSA (y_q = x_q^T w*), in float64 and in float32
+    b = np.zeros((1, d + 1))
+    b[0] = eta_cf * np.append(-mu, 1.0)
+    A = np.zeros((1, d + 1, d + 1))
+    A[0, :d, :d] = np.eye(d)
+    p = exact.reduced_to_lsa_params(b, A)
+    assert rel(exact.risk64(exact.lsa_risk, p, ex, mu, 0.0), risk_cf) < 1e-10
+    assert rel(float(exact.gd_risk(ex, eta_cf)), risk_cf) < 1e-5  # float32
+    # the zero predictor: E[y^2] = tr(Omega) + ||w*||^2
+    zero = jax.tree_util.tree_map(np.zeros_like, p)
+    assert rel(exact.risk64(exact.lsa_risk, zero, ex), d + mu @ mu) < 1e-10
+    # the best multi-head LSA and its closed form; the best y_q-LSA bound is one GD step
+    cf = exact.multihead_lsa_closed_form(d, C, mu)
+    best = exact.best_multihead_lsa(ex)
+    assert rel(best.risk, cf.risk) < 1e-10
+    assert rel(exact.risk64(exact.lsa_risk, best.params, ex), cf.risk) < 1e-10
+    assert rel(exact.best_multihead_yq_lsa(ex).risk, risk_cf) < 1e-10
+    # the GD point is stationary for y_q-LSA at eta*; the gradient in A_DD multiplies
+    # G_yy ~ ||w*||^2, so its rounding is relative to that scale (before: of order 1 at 1e8)
+    assert exact.yq_lsa_gd_point_grad(ex, eta_cf).norm() < 1e-11 * (1 + mu @ mu)

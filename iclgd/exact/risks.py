@@ -126,8 +126,11 @@ def centre_coefficients(Mt, vq, mu):
 def predictor_risk_core(Mt, vq, F, FS, nv, mu):
     """:func:`predictor_risk` on the arrays ``(F, F_S, sigma^2, mu)`` of :func:`ex_arrays`
     (jitted)."""
-    Mt0, vq0 = centre_coefficients(Mt, vq, mu)
-    return sum_of_squares_risk(coef_matrix(Mt0, vq0, Mt.shape[0] - 1), F, FS, nv)
+    # huge coefficients: shift Mt / max|Mt| (no inf * 0 = NaN inside the shift), scale back after
+    sm = jnp.max(jnp.abs(Mt))
+    sm = jnp.where((sm > jnp.finfo(Mt.dtype).max ** 0.25) & jnp.isfinite(sm), sm, 1.0)
+    Mt0, vq0 = centre_coefficients(Mt / sm, vq, mu)
+    return sum_of_squares_risk(coef_matrix(Mt0 * sm, vq0, Mt.shape[0] - 1), F, FS, nv)
 
 
 def _reported(risk):
