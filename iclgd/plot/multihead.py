@@ -22,6 +22,7 @@ from .core import (
     log_ticks,
     mark_heads_equal_d,
     new_figure,
+    nonempty,
     same_len,
     scale_text,
     smooth,
@@ -119,6 +120,7 @@ def gd_gap(
             one GD step at C = ``gaps_C`` (panel c).
         gaps_C: the context length of panel (c).
     """
+    nonempty(gaps=gaps)
     contexts = as_array("contexts", contexts)
     risk_lsa, risk_gd = as_array("risk_lsa", risk_lsa), as_array("risk_gd", risk_gd)
     same_len(contexts=contexts, risk_lsa=risk_lsa, risk_gd=risk_gd)
@@ -232,6 +234,7 @@ def fig2_heads(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window of the sampled curves.
     """
+    nonempty(losses_sampled=losses_sampled, losses_exact=losses_exact)
     heads = np.asarray(heads, dtype=int)
     risk_sampled, risk_exact = (
         as_array("risk_sampled", risk_sampled),
@@ -371,6 +374,7 @@ def fig3_prior_mean(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
+    nonempty(losses=losses)
     w2_grid = as_array("w2_grid", w2_grid)
     risk_sampled, risk_exact = (
         as_array("risk_sampled", risk_sampled),
@@ -467,6 +471,7 @@ def fig4_initial_guess(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
+    nonempty(losses_bias=losses_bias, losses_guess=losses_guess)
     s_grid = as_array("s_grid", s_grid)
     arrays = {
         "risk_bias": risk_bias,

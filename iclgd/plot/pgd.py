@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, legend_below, log_ticks, new_figure, style
+from .core import as_array, finish, legend_below, log_ticks, new_figure, nonempty, style
 
 __all__ = [
     "single_layer_regulariser",
@@ -41,6 +41,7 @@ def single_layer_regulariser(
         lam: ``(d,)`` eigenvalues of ``Sigma`` (legend).
         risks: label -> ``(m,)`` exact risks against ``ns``.
     """
+    nonempty(risks=risks)
     ns = as_array("ns", ns)
     steps = as_array("steps", steps, 2)
     exact_ns = as_array("exact_ns", exact_ns)
@@ -138,6 +139,7 @@ def training_dists(
         extra_loss: label -> ``(S,)`` values drawn as points at the last iteration (e.g. the exact
             population loss of each trained seed).
     """
+    nonempty(panels=panels)
     steps = as_array("steps", steps)
     losses = as_array("losses", losses, 2)
     names = list(panels)
@@ -244,6 +246,7 @@ def gd_baselines(
         points: label -> ``(K, S)`` losses of ``S`` trained models at each ``k``.
         floor_label: the curve the ratios of panel (b) are taken to (default the first).
     """
+    nonempty(curves=curves)
     ks = as_array("ks", ks)
     if not curves:
         raise ValueError("curves must hold at least one baseline")

@@ -16,6 +16,7 @@ from .core import (
     legend_below,
     log_ticks,
     new_figure,
+    nonempty,
     scale_text,
     smooth,
     style,
@@ -48,6 +49,7 @@ def fig1_prior_mean(
         scale: ``"ci"`` or ``"paper"`` (title); ``None`` reads ``iclgd.scale()``.
         window: moving-average window of the training curves (:func:`smooth`).
     """
+    nonempty(losses=losses)
     if set(losses) != set(evaluation):
         raise ValueError(f"losses and evaluation need the same runs: {list(losses)}, {evaluation}")
     with style():

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, log_ticks, new_figure, same_len, smooth, style
+from .core import as_array, finish, log_ticks, new_figure, nonempty, same_len, smooth, style
 
 __all__ = ["deep_losses", "heads_budget"]
 
@@ -36,6 +36,7 @@ def deep_losses(
         lines: label -> value of a reference line (e.g. ``L*``, a baseline).
         window: moving-average window of the training loss, ``>= 1``.
     """
+    nonempty(inference=inference)
     train, record_steps = as_array("train", train), as_array("record_steps", record_steps)
     if not inference:
         raise ValueError("inference must be a non-empty mapping label -> (R,) losses")
@@ -77,6 +78,7 @@ def heads_budget(
         cut: optional ``H`` -> the number of steps that ``H`` completes within the budget.
         window: moving-average window, ``>= 1``.
     """
+    nonempty(final=final, curves=curves)
     if not final or not curves:
         raise ValueError("final and curves must be non-empty mappings")
     with style():

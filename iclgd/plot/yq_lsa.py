@@ -18,6 +18,7 @@ from .core import (
     gd_line,
     log_ticks,
     new_figure,
+    nonempty,
     scale_text,
     smooth,
     style,
@@ -53,6 +54,7 @@ def fig5_yq_training(
         ylim: the shared y-limits (log axis); None: the range of the curves.
         window: moving-average window of the sampled curves.
     """
+    nonempty(sampled=sampled)
     cols = colors_for(set(sampled) | set(exact), colors)
     steps = len(next(iter(sampled.values()))[0])
     exact_steps = len(next(iter(exact.values())))
@@ -113,6 +115,7 @@ def fig5b_yq_vs_gd(
         bins: number of bins of panels (a) and (b).
         log_bins: bin edges of panel (c); default ``np.logspace(-6, 0, 61)``.
     """
+    nonempty(metrics=metrics)
     keys = ("pred_diff", "pred_scale", "grad_diff", "grad_scale", "cos", "cos_ref")
     for s2, m in metrics.items():
         missing = [k for k in keys if k not in m]
