@@ -138,9 +138,14 @@ def _reported(risk):
     an intermediate of the risk overflowed the dtype."""
     if not v.is_tracer(risk) and bool(jnp.isnan(risk)):
         dt = jnp.asarray(risk).dtype
+        hint = (
+            "evaluate it in float64 with exact.risk64"
+            if dt != jnp.float64
+            else "the parameters are too large for any float"
+        )
         raise ValueError(
             f"the exact risk overflows {dt} at these parameters (an intermediate exceeds "
-            f"{float(jnp.finfo(dt).max):.3g}); evaluate it in float64 with exact.risk64"
+            f"{float(jnp.finfo(dt).max):.3g}); {hint}"
         )
     return risk
 
