@@ -36,7 +36,11 @@ experiments, y_q-LSA). Example::
 ``jax.enable_x64``) and return NumPy float64 arrays / Python floats, whatever the global setting.
 The ``*_risk`` and ``*_loss`` functions are pure ``jnp`` functions in the ambient precision (float32
 by default), jittable and differentiable in the parameters; :func:`risk64` evaluates any of them in
-float64.
+float64. The risks are computed on the centred prompt (``G = W G0 W^T`` with ``G0`` that of a
+prior of mean 0, :mod:`~iclgd.exact.moments`), so their accuracy does not depend on ``||mu||``:
+at ``||mu||^2 = 1e8`` the optimal GD step and the best multi-head LSA agree with their closed forms
+to float64 rounding. A float32 risk that overflows is ``inf`` (or a ``ValueError`` naming the
+overflow where ``inf - inf`` made it NaN), never a silent NaN.
 """
 
 from .bayes import BayesRisk, bayes_risk
