@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import PALETTE, finish, legend_below, new_figure, nonempty, style
+from .core import PALETTE, finish, legend_below, new_figure, style
 
 if TYPE_CHECKING:
     from ..ladder import Ladder
@@ -48,7 +48,6 @@ def risk_ladder(ladders: Mapping[str, Sequence[Ladder]], claims: Sequence[tuple]
     Returns:
         The figure (8 in wide).
     """
-    nonempty(ladders=ladders)
     from ..ladder import RUNGS, Ladder, null_risk  # lazy: iclgd.ladder imports sympy
 
     if not isinstance(ladders, Mapping) or not ladders:

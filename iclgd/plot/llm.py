@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .core import PALETTE, finish, new_figure, nonempty, style
+from .core import PALETTE, finish, new_figure, style
 
 __all__ = ["fig6_refinement"]
 
@@ -27,7 +27,6 @@ def fig6_refinement(bars: Mapping[str, tuple[float, float]], *, title: str = "",
     Returns:
         A matplotlib ``Figure`` (not shown).
     """
-    nonempty(bars=bars)
     if not isinstance(bars, Mapping) or not bars:
         raise TypeError("bars must be a non-empty dict {label: (mse, standard error)}")
     labels = list(bars)

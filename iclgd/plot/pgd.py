@@ -246,7 +246,6 @@ def gd_baselines(
         points: label -> ``(K, S)`` losses of ``S`` trained models at each ``k``.
         floor_label: the curve the ratios of panel (b) are taken to (default the first).
     """
-    nonempty(curves=curves)
     ks = as_array("ks", ks)
     if not curves:
         raise ValueError("curves must hold at least one baseline")

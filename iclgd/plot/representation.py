@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, new_figure, nonempty, same_len, style
+from .core import as_array, finish, new_figure, same_len, style
 
 __all__ = ["lemma5_check", "theorem1_rate", "heads_sweep", "fig2a_inference", "fig3_gap"]
 
@@ -35,7 +35,6 @@ def lemma5_check(
         gap: ``(R,)`` ``L(theta_t) - L*`` (positive).
         dist: ``(R,)`` ``||A_hat(theta_t) - A||_F``.
     """
-    nonempty(estimates=estimates)
     if not estimates or not closed_forms:
         raise ValueError("estimates and closed_forms must be non-empty mappings")
     steps, gap, dist = as_array("steps", steps), as_array("gap", gap), as_array("dist", dist)
@@ -98,7 +97,6 @@ def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
         curves: ``H`` -> ``(T,)`` losses (a run that diverged may be shorter).
         L_star: the minimum of the loss.
     """
-    nonempty(curves=curves)
     if not curves:
         raise ValueError("curves must be a non-empty mapping H -> losses")
     with style():
@@ -127,7 +125,6 @@ def fig2a_inference(
         exact: label -> ``(R,)`` their exact expectations (dashed, same colour order as ``curves``).
         L_star: the infimum of the training loss (dotted line).
     """
-    nonempty(curves=curves)
     steps, train_loss = as_array("steps", steps), as_array("train_loss", train_loss)
     same_len(steps=steps, train_loss=train_loss)
     if not curves:
