@@ -7,6 +7,8 @@ re-exported here, the rest live in the submodules, one concern each:
   for full float32 matrix products (:func:`iclgd.config.full_float32_matmuls`: no TensorFloat-32 on
   a GPU), unless the user chose a precision.
 * :mod:`iclgd.checks` -- the argument checks every public function runs.
+* :mod:`iclgd.book` -- what a chapter glues into its text (:func:`~iclgd.book.glue`, which works
+  without myst-nb, e.g. on Colab; :func:`~iclgd.book.fmt`).
 * :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings (Parts I, III).
 * :mod:`iclgd.representation` -- Part II's tasks and its ridge predictors.
 * :mod:`iclgd.models` -- one interface, ``model.init(key)`` / ``model.predict(params, batch)``, for

@@ -18,6 +18,8 @@ JB="$bindir/jupyter-book"
 start=$(date +%s)
 "$JB" build . --all -W --keep-going
 echo "book built in $(( $(date +%s) - start )) s: _build/html/index.html"
+# the notebooks a reader downloads (and the Colab branch's): glued numbers written into the markdown
+"$PYTHON" scripts/make_reader_notebooks.py --html _build/html
 
 if [ "${1:-}" = "--check" ]; then
     ICLGD_REQUIRE_BOOK=1 "$PYTHON" -m pytest tests/test_book_html.py -q -s  # -s: its timing line

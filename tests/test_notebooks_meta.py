@@ -89,3 +89,17 @@ def test_glued_values_read_as_numbers(path):
             for mime, value in out.get("data", {}).items():
                 text = "".join(value) if mime.endswith("text/plain") else ""
                 assert "np." not in text and "Array(" not in text, (path.name, text)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_glue_comes_from_iclgd(path):
+    """Colab has no myst-nb: a chapter glues through iclgd.book.glue, which works without it."""
+    code = _code_cells(json.loads(path.read_text(encoding="utf8")))
+    for i, c in enumerate(code):
+        src = "".join(c["source"])
+        assert not re.search(r"^\s*(?:from\s+myst_nb\b|import\s+myst_nb\b)", src, re.M), (
+            f"code cell {i + 1} imports myst_nb: use `from iclgd.book import glue`"
+        )
+        if re.search(r"\bglue\(", src):
+            uses = any("from iclgd.book import glue" in "".join(x["source"]) for x in code[: i + 1])
+            assert uses, f"code cell {i + 1} glues before `from iclgd.book import glue`"

@@ -5,9 +5,14 @@ over the non-padding tokens, then L2 normalisation; it is run with ``transformer
 directory that ``scripts/fetch_llm_assets.py`` verified (``local_files_only=True``: never a hub
 download). Inputs are truncated at the model's ``max_seq_length`` of 256 word pieces.
 
+The encoder runs in float64 (the float32 weights widened exactly): its float32 results depended on
+the CPU (AVX2 and AVX-512 kernels round differently, and the guess model trained on them amplified
+the difference to 0.25 on a 0-5 score); in float64 two CPUs agree to about 1e-15, far below what
+any printed number shows.
+
 The embeddings of a list of sentences are stored as ``embeddings/<sha256>.npy`` in the asset cache,
-keyed by the model file's hash and the sentences themselves, so a chapter re-executed on the same
-data reads them back instead of running the encoder.
+keyed by the model file's hash, the precision and the sentences themselves, so a chapter
+re-executed on the same data reads them back instead of running the encoder.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ MAX_SEQ_LENGTH = 256
 def _key(model_dir: Path, sentences: list[str]) -> str:
     stamp = json.loads((model_dir.parent / "verified.json").read_text())
     h = hashlib.sha256(stamp[f"{MINILM_DIR}/model.safetensors"]["sha256"].encode())
+    h.update(b"float64\0")  # the encoder's precision (float32 embeddings were cached before)
     for s in sentences:
         h.update(s.encode("utf-8") + b"\0")
     return h.hexdigest()
@@ -43,7 +49,8 @@ def embed_sentences(
     use_cache: bool = True,
     progress: bool = False,
 ) -> np.ndarray:
-    """Embed sentences with all-MiniLM-L6-v2: ``(n, 384)`` float32, unit rows.
+    """Embed sentences with all-MiniLM-L6-v2: ``(n, 384)`` float64, unit rows, computed in
+    float64 (the same on every CPU to about 1e-15).
 
     Args:
         sentences: a list (or tuple) of ``n >= 1`` strings.
@@ -87,7 +94,7 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
     tok = transformers.AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True)
-    model = model.to(device).eval()
+    model = model.to(device=device, dtype=torch.float64).eval()
     chunks = []
     # longest first, so that each batch pads to similar lengths (as sentence-transformers does)
     order = np.argsort([-len(s) for s in sentences], kind="stable")
@@ -106,8 +113,8 @@ def _encode(model_dir: Path, sentences: list[str], batch_size: int, progress: bo
             hidden = model(**enc).last_hidden_state  # (b, T, 384)
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            chunks.append(torch.nn.functional.normalize(mean, p=2, dim=1).float().cpu().numpy())
-    out = np.empty((len(sentences), EMBED_DIM), np.float32)
+            chunks.append(torch.nn.functional.normalize(mean, p=2, dim=1).cpu().numpy())
+    out = np.empty((len(sentences), EMBED_DIM), np.float64)
     out[order] = np.concatenate(chunks)
     return out
 

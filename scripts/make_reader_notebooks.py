@@ -1,0 +1,129 @@
+#!/usr/bin/env python
+"""Reader notebooks: the chapters with their glued numbers written into the markdown.
+
+In the book, myst-nb pastes each glued value where the markdown says ``{glue:text}`name```. A
+notebook opened anywhere else (Colab, the page's download button, a plain Jupyter) shows the role
+itself. This script writes, for every notebook of ``_toc.yml``, a copy whose markdown has each
+``{glue:text}`name``` (and ``{glue:text}`other.ipynb::name:s```) replaced by the value that the
+committed outputs glue, so a reader sees the numbers the book shows. Code cells and outputs are
+unchanged.
+
+    python scripts/make_reader_notebooks.py                 # into _build/reader/ (same paths)
+    python scripts/make_reader_notebooks.py --html _build/html
+        # ... and over the built site's download copies (_build/html/_sources/book/...ipynb)
+
+``scripts/build_book.sh`` runs it after every build; the publish workflow pushes
+``_build/reader/`` to the ``notebooks`` branch, which is the branch the Colab buttons open
+(``repository.branch`` in ``_config.yml``). Exits 1 if a role names a value that no notebook glues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
+RECORD = "application/papermill.record/text/plain"
+
+
+def toc_notebooks(repo: Path = REPO) -> list[Path]:
+    """The notebooks that ``_toc.yml`` names, as paths under ``repo``."""
+    files = re.findall(r"file:\s*(\S+)", (repo / "_toc.yml").read_text(encoding="utf8"))
+    return [repo / f"{f}.ipynb" for f in files if (repo / f"{f}.ipynb").is_file()]
+
+
+def glued_values(nb: dict) -> dict[str, str]:
+    """``{name: text}`` of every value a notebook's outputs glue (the last one wins)."""
+    out: dict[str, str] = {}
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is None or RECORD not in o.get("data", {}):
+                continue
+            text = "".join(o["data"][RECORD])
+            try:  # the record is the value's repr: '0.1336' for the string 0.1336
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                value = text
+            out[name] = value if isinstance(value, str) else str(value)
+    return out
+
+
+def _format(value: str, spec: str) -> str:
+    """Apply a glue role's format spec (``name:.2f``); ``s`` or none keeps the text."""
+    if spec in ("", "s"):
+        return value
+    try:
+        return format(float(value), spec)
+    except ValueError:
+        return value
+
+
+def substitute(text: str, path: Path, values: dict[Path, dict[str, str]]) -> tuple[str, list[str]]:
+    """``text`` with every glue role of the notebook at ``path`` replaced; also the roles whose
+    value was not found."""
+    missing: list[str] = []
+
+    def one(m: re.Match) -> str:
+        ref = m.group(1)
+        target, key = path, ref
+        if "::" in ref:
+            rel, key = ref.split("::", 1)
+            target = (path.parent / rel).resolve()
+        name, _, spec = key.partition(":")
+        found = values.get(target, {}).get(name)
+        if found is None:
+            missing.append(ref)
+            return m.group(0)
+        return _format(found, spec)
+
+    return ROLE.sub(one, text), missing
+
+
+def reader_notebook(path: Path, values: dict[Path, dict[str, str]]) -> tuple[dict, list[str]]:
+    """The reader copy of the notebook at ``path`` and the roles left unresolved."""
+    nb = json.loads(path.read_text(encoding="utf8"))
+    missing: list[str] = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text, miss = substitute("".join(cell["source"]), path.resolve(), values)
+        missing += miss
+        cell["source"] = text.splitlines(keepends=True)
+    return nb, missing
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO / "_build" / "reader")
+    ap.add_argument("--html", type=Path, help="a built site: overwrite its _sources/ copies too")
+    args = ap.parse_args(argv)
+    paths = toc_notebooks()
+    values = {
+        p.resolve(): glued_values(json.loads(p.read_text(encoding="utf8"))) for p in paths
+    }
+    bad = 0
+    for p in paths:
+        nb, missing = reader_notebook(p, values)
+        rel = p.relative_to(REPO)
+        if missing:
+            bad += 1
+            print(f"{rel}: no glued value for {', '.join(sorted(set(missing)))}", file=sys.stderr)
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        targets = [args.out / rel]
+        if args.html is not None:
+            targets.append(args.html / "_sources" / rel)
+        for t in targets:
+            t.parent.mkdir(parents=True, exist_ok=True)
+            t.write_text(text, encoding="utf8")
+    print(f"{len(paths)} reader notebooks in {args.out}" + (f" and {args.html}" if args.html else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

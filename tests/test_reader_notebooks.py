@@ -1,0 +1,59 @@
+"""The reader notebooks (scripts/make_reader_notebooks.py): the numbers a reader sees in Colab or
+in a downloaded notebook are the book's, with no raw glue role left."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("mrn", ROOT / "scripts" / "make_reader_notebooks.py")
+mrn = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mrn)
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reader")
+    assert mrn.main(["--out", str(out)]) == 0
+    return out
+
+
+def test_every_chapter_has_a_reader_notebook_without_glue_roles(reader):
+    paths = mrn.toc_notebooks()
+    assert len(paths) >= 15
+    for p in paths:
+        nb = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                assert "{glue" not in "".join(cell["source"]), p.name
+
+
+def test_reader_values_are_the_committed_outputs(reader):
+    # each role of the committed markdown is replaced by the value its notebook's outputs glue,
+    # and the code cells and their outputs are untouched
+    for p in mrn.toc_notebooks():
+        src = json.loads(p.read_text(encoding="utf8"))
+        out = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
+        assert len(src["cells"]) == len(out["cells"])
+        values = mrn.glued_values(src)
+        for a, b in zip(src["cells"], out["cells"]):
+            if a["cell_type"] == "code":
+                assert a == b
+                continue
+            text = "".join(a["source"])
+            for m in mrn.ROLE.finditer(text):
+                ref = m.group(1)
+                if "::" not in ref:
+                    assert values[ref.partition(":")[0]] in "".join(b["source"]), (p.name, ref)
+
+
+def test_substitute_resolves_other_notebooks_and_reports_unknown_names(tmp_path):
+    a, b = tmp_path / "a.ipynb", tmp_path / "sub" / "b.ipynb"
+    values = {a.resolve(): {"x": "0.25"}, b.resolve(): {"y": "3"}}
+    text = "x = {glue:text}`x`, y = {glue:text}`sub/b.ipynb::y:s`, z = {glue:text}`z`"
+    new, missing = mrn.substitute(text, a.resolve(), values)
+    assert new == "x = 0.25, y = 3, z = {glue:text}`z`"
+    assert missing == ["z"]
+    assert mrn.substitute("{glue:text}`x:.1f`", a.resolve(), values)[0] == "0.2"
