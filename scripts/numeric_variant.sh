@@ -19,8 +19,17 @@
 # differed between an AVX2 EPYC and an AVX-512 Xeon (issue "Outputs that hold on any machine").
 set -euo pipefail
 
+# ICLGD_VARIANT_ISA=AVX2|AVX picks the cap by hand (e.g. to try on an AVX-512 machine what CI on an
+# AVX2 machine runs).
 flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-if [[ " $flags " == *" avx512f "* ]]; then
+if [ "${ICLGD_VARIANT_ISA:-}" = AVX2 ]; then
+    cap=AVX2 openblas=Haswell aten=avx2
+elif [ "${ICLGD_VARIANT_ISA:-}" = AVX ]; then
+    cap=AVX openblas=SandyBridge aten=default
+elif [ -n "${ICLGD_VARIANT_ISA:-}" ]; then
+    echo "ICLGD_VARIANT_ISA must be AVX2 or AVX, got $ICLGD_VARIANT_ISA" >&2
+    exit 2
+elif [[ " $flags " == *" avx512f "* ]]; then
     cap=AVX2 openblas=Haswell aten=avx2
 elif [[ " $flags " == *" avx2 "* ]]; then
     cap=AVX openblas=SandyBridge aten=default
