@@ -213,8 +213,10 @@ def moments(prior: Prior, C: int) -> Moments:
         ``EwG (d, D, D)``, ``Ew (d,)``, ``Eww (d, d)``, ``Sigma (d, d)``, ``noise_var ()``).
 
     Example:
+        >>> from iclgd.tasks import make_prior
         >>> m = moments(make_prior(2), C=3)
-        >>> m.EG            # [[I, mu], [mu^T, tr(Sigma Omega) + mu^T Sigma mu + sigma^2]]
+        >>> m.EG.tolist()  # [[I, mu], [mu^T, tr(Sigma Omega) + mu^T Sigma mu + sigma^2]]
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
     """
     check_prior(prior)
     C = v.positive_int("C", C)

@@ -41,7 +41,7 @@ def heads_optimum(
 
     Open markers: the subspace search of :func:`iclgd.exact.best_lsa` (H < d, exact up to solver
     precision); filled markers: the exact optimum (constructions, H >= d); dotted line: the floor
-    over all H; dashed red: one GD step from w*. Replaces cell [13] of
+    over all H; dashed red: one GD step from w*. Drawn in
     ``part1/multihead_theory.ipynb``.
 
     Args:
@@ -108,7 +108,7 @@ def gd_gap(
     (a) top, full width: against the context length C (log-log), the gap with the formula
     2‖w*‖²/(Cd+2) and the two risks; (b) bottom left: the ratio LSA / GD with its limit
     1 + 2‖w*‖²/(d²(d+1)); (c) bottom right: the gap against ‖w*‖² at fixed C for several d, with
-    the formula lines 2‖w*‖²/(Cd+2). Replaces cell [36] of ``part1/multihead_theory.ipynb``.
+    the formula lines 2‖w*‖²/(Cd+2). Drawn in ``part1/multihead_theory.ipynb``.
 
     Args:
         contexts: context lengths C, shape (n,).
@@ -212,7 +212,7 @@ def fig2_heads(
     final exact risk against H, the exact optimum of each H (line), the sampled-trained models
     (squares, bars of 2 sd over seeds) and their exact-gradient twins (x); (c) bottom right: a
     zoom near saturation (H >= d - 2) with the twins at ``checkpoint`` and at the end. One shared
-    legend for (b) and (c) below them. Replaces cell [20] of ``part1/multihead_experiments.ipynb``.
+    legend for (b) and (c) below them. Drawn in ``part1/multihead_experiments.ipynb``.
 
     Args:
         heads: head counts H that were trained, shape (n,).
@@ -355,7 +355,7 @@ def fig3_prior_mean(
     (a) left: sampled training curves for each ‖w*‖² (smoothed) and one GD step; (b) right: the
     final exact risk against ‖w*‖², the exact optimum (a line of slope 2/(Cd+2) from one GD
     step), the sampled-trained models (squares, bars of 2 sd over seeds) and the exact-gradient
-    twins (x). Legends below the panels. Replaces cell [26] of
+    twins (x). Legends below the panels. Drawn in
     ``part1/multihead_experiments.ipynb``.
 
     Args:
@@ -451,7 +451,7 @@ def fig4_initial_guess(
     (oranges, by ‖g‖²); (b) bottom left: final exact risk against c^2; (c) bottom right: against
     ‖g‖² -- each with the exact optimum (a line of slope 2/(Cd+2) from one GD step), the
     sampled-trained models (squares, bars of 2 sd over seeds) and the exact-gradient twins (x),
-    and one legend below. Replaces cell [32] of ``part1/multihead_experiments.ipynb``.
+    and one legend below. Drawn in ``part1/multihead_experiments.ipynb``.
 
     Args:
         s_grid: the trained values s = c^2 = ‖g‖² (both sweeps share it, 0 included), shape (m,).

@@ -37,7 +37,7 @@ def fig1_prior_mean(
 
     One panel, log risk against the training step: the smoothed training loss of each run, its
     evaluation risk at the last step with a bar of 2 standard errors, and the exact risk of one GD
-    step with the optimal step size. Replaces cell [13] of ``shared_setting.ipynb``.
+    step with the optimal step size. Drawn in ``shared_setting.ipynb``.
 
     Args:
         losses: run name (plain text or mathtext, e.g. ``"w* = 0"``) -> per-step training losses,

@@ -41,7 +41,7 @@ def fig5_yq_training(
     (a) left: sampled training curves (smoothed) for each ‖w*‖², ending in a dot at the exact
     risk of the trained weights; (b) right, same y-axis: the same Adam on the exact risk, the exact
     risk at every step. One GD step with the optimal step size (dashed red) in both; one legend
-    below. Replaces cell [22] of ``part1/yq_lsa.ipynb``.
+    below. Drawn in ``part1/yq_lsa.ipynb``.
 
     Args:
         sampled: ‖w*‖² -> ``(losses, exact_risk)``: per-step minibatch losses of the sampled run,
@@ -105,7 +105,7 @@ def fig5b_yq_vs_gd(
     difference ``|f_yq - f_GD| / rms f_GD``; (b) top right: relative difference of the input
     gradients ``||grad f_GD - grad f_yq|| / mean ||grad f_GD||``; (c) bottom, full width:
     1 - cosine similarity of the input gradients (log x), outlined, with GD against the task's
-    true weights filled. One legend below. Replaces cell [28] of ``part1/yq_lsa.ipynb``.
+    true weights filled. One legend below. Drawn in ``part1/yq_lsa.ipynb``.
 
     Args:
         metrics: ‖w*‖² -> dict with ``"pred_diff"`` (n,), ``"pred_scale"`` (float),

@@ -75,6 +75,7 @@ def gaussian_block(
 
     Example::
 
+        >>> from iclgd.symbolic.core import gaussian_vector
         >>> x = gaussian_vector("x", 2)
         >>> gaussian_block(x, mean=[1, 0], cov=None).mean
         (1, 0)
@@ -426,6 +427,7 @@ def expect_nested(expr: Any, stages: Sequence[Sequence[GroupLike] | GaussianBloc
 
     Example::
 
+        >>> from iclgd.symbolic.core import gaussian_vector
         >>> w = sp.Symbol("w"); z = gaussian_vector("z", 2)
         >>> inner = [(z, None, sp.Matrix([[1, w], [w, w**2]]))]
         >>> expect_nested(z[0] * z[1], [inner, [([w], [2], None)]])
@@ -473,6 +475,7 @@ def symbolic_risk(pred: Any, target: Any, groups: Sequence[GroupLike] | Gaussian
 
     Example::
 
+        >>> from iclgd.symbolic.models import linear_regression_task
         >>> t = linear_regression_task(1, 1)
         >>> symbolic_risk(0, t.target, t.groups)   # E[(w x_q)^2] with w ~ N(0, 1)
         1
