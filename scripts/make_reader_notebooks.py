@@ -104,9 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--html", type=Path, help="a built site: overwrite its _sources/ copies too")
     args = ap.parse_args(argv)
     paths = toc_notebooks()
-    values = {
-        p.resolve(): glued_values(json.loads(p.read_text(encoding="utf8"))) for p in paths
-    }
+    values = {p.resolve(): glued_values(json.loads(p.read_text(encoding="utf8"))) for p in paths}
     bad = 0
     for p in paths:
         nb, missing = reader_notebook(p, values)
@@ -121,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in targets:
             t.parent.mkdir(parents=True, exist_ok=True)
             t.write_text(text, encoding="utf8")
-    print(f"{len(paths)} reader notebooks in {args.out}" + (f" and {args.html}" if args.html else ""))
+    also = f" and {args.html}" if args.html is not None else ""
+    print(f"{len(paths)} reader notebooks in {args.out}{also}")
     return 1 if bad else 0
 
 
