@@ -101,5 +101,6 @@ def test_glue_comes_from_iclgd(path):
             f"code cell {i + 1} imports myst_nb: use `from iclgd.book import glue`"
         )
         if re.search(r"\bglue\(", src):
-            uses = any("from iclgd.book import glue" in "".join(x["source"]) for x in code[: i + 1])
+            imported = re.compile(r"^from iclgd\.book import [^\n]*\bglue\b", re.M)
+            uses = any(imported.search("".join(x["source"])) for x in code[: i + 1])
             assert uses, f"code cell {i + 1} glues before `from iclgd.book import glue`"

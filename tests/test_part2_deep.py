@@ -119,7 +119,7 @@ def test_figures():
         plot.deep_losses(-np.ones(30), steps, {"in": np.ones(3)}, {})
     with pytest.raises(ValueError, match="same length"):
         plot.deep_losses(np.ones(30), steps, {"in": np.ones(4)}, {})
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="inference must not be empty"):
         plot.deep_losses(np.ones(30), steps, {}, {})
     curves = {1: np.linspace(3, 1, 30), 4: np.linspace(3, 0.5, 30)}
     final = {"training": {1: 1.0, 4: 0.5}}
@@ -127,5 +127,5 @@ def test_figures():
     assert len(fig.axes) == 2
     plt.close(fig)
     plt.close(plot.heads_budget(final, curves))
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="final must not be empty"):
         plot.heads_budget({}, curves)
