@@ -20,38 +20,22 @@ unchanged.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record_paper_run import glued  # noqa: E402  (sibling script: one parser of glue outputs)
+
 REPO = Path(__file__).resolve().parents[1]
 ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
-RECORD = "application/papermill.record/text/plain"
 
 
 def toc_notebooks(repo: Path = REPO) -> list[Path]:
     """The notebooks that ``_toc.yml`` names, as paths under ``repo``."""
     files = re.findall(r"file:\s*(\S+)", (repo / "_toc.yml").read_text(encoding="utf8"))
     return [repo / f"{f}.ipynb" for f in files if (repo / f"{f}.ipynb").is_file()]
-
-
-def glued_values(nb: dict) -> dict[str, str]:
-    """``{name: text}`` of every value a notebook's outputs glue (the last one wins)."""
-    out: dict[str, str] = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None or RECORD not in o.get("data", {}):
-                continue
-            text = "".join(o["data"][RECORD])
-            try:  # the record is the value's repr: '0.1336' for the string 0.1336
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                value = text
-            out[name] = value if isinstance(value, str) else str(value)
-    return out
 
 
 def _format(value: str, spec: str) -> str:
@@ -104,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--html", type=Path, help="a built site: overwrite its _sources/ copies too")
     args = ap.parse_args(argv)
     paths = toc_notebooks()
-    values = {p.resolve(): glued_values(json.loads(p.read_text(encoding="utf8"))) for p in paths}
+    values = {p.resolve(): glued(json.loads(p.read_text(encoding="utf8"))) for p in paths}
     bad = 0
     for p in paths:
         nb, missing = reader_notebook(p, values)

@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import json
 import subprocess
@@ -61,7 +62,11 @@ def glued(nb: dict) -> dict[str, str]:
             text = data.get(meta.get("mime_prefix", "") + "text/plain", data.get("text/plain"))
             if text is not None:
                 text = _text(text)
-                out[meta["name"]] = text[1:-1] if text[:1] == text[-1:] == "'" else text
+                try:  # the record is the value's repr: '0.1336' for the string 0.1336
+                    value = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    value = text
+                out[meta["name"]] = value if isinstance(value, str) else str(value)
     return out
 
 

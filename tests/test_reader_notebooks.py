@@ -37,7 +37,7 @@ def test_reader_values_are_the_committed_outputs(reader):
         src = json.loads(p.read_text(encoding="utf8"))
         out = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
         assert len(src["cells"]) == len(out["cells"])
-        values = mrn.glued_values(src)
+        values = mrn.glued(src)
         for a, b in zip(src["cells"], out["cells"]):
             if a["cell_type"] == "code":
                 assert a == b
