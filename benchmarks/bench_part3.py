@@ -26,7 +26,8 @@ zoom line search).
    * ``seed_args, one after another``: each seed's batch drawn once and passed with
      ``seed_args``; ``vectorize=False`` (the default for L-BFGS on a CPU);
    * ``seed_args, vmap``: the same with ``vectorize=True``;
-   * ``batch drawn in the loss, vmap``: ``loss(p, key) = mean(err(paper_prompts(key, n, N)))``
+   * ``batch drawn in the loss, vmap``:
+     ``loss(p, key) = mean(err(sample_paper_prompts(key, n, N)))``
      with ``fixed_key=True`` and ``vectorize=True``, how the chapters trained before 6f5e86e.
 
 Protocol: the contenders of a section run interleaved, A, B, C, A, B, C, ...; round 0 is each one's
@@ -50,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_training import CLOCK, load, stats  # noqa: E402
 
 import iclgd  # noqa: E402
-from iclgd import pgd  # noqa: E402
+from iclgd import tasks  # noqa: E402
 from iclgd.models import linear_transformer as LT  # noqa: E402
 
 D, L = 5, 3
@@ -159,7 +160,7 @@ def main(argv=None) -> None:
     )
     key = jax.random.key(21)
     for form, n in (("pgd", 20), ("gdpp", 10)):
-        pr = pgd.paper_prompts(jax.random.fold_in(key, 1), n, N)
+        pr = tasks.sample_paper_prompts(jax.random.fold_in(key, 1), n, N)
         shape = (2, L, D, D) if form == "gdpp" else (1, L, D, D)
         p = dict(zip("AB", 0.1 * jax.random.normal(key, shape)))
         cont = {}
@@ -176,10 +177,10 @@ def main(argv=None) -> None:
     n, seeds = 10, 5
     keys = jax.random.split(jax.random.key(21), seeds)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    batch = jax.vmap(lambda k: pgd.paper_prompts(k, n, N))(data_keys)
+    batch = jax.vmap(lambda k: tasks.sample_paper_prompts(k, n, N))(data_keys)
     err = lambda p, pr: (LT.sparse_predict({"A": sym(p["A"]), "B": p["B"]}, pr.Z0) - pr.y) ** 2  # noqa: E731
     on_batch = lambda p, key, pr: jnp.mean(err(p, pr))  # noqa: E731
-    drawn = lambda p, key: jnp.mean(err(p, pgd.paper_prompts(key, n, N)))  # noqa: E731
+    drawn = lambda p, key: jnp.mean(err(p, tasks.sample_paper_prompts(key, n, N)))  # noqa: E731
     init = lambda k: dict(zip("AB", 0.1 * jax.random.normal(k, (2, L, D, D))))  # noqa: E731
     opts = dict(optimizer="lbfgs", learning_rate=1.0, steps=K, fixed_key=True, progress=False)
     train = iclgd.train_seeds

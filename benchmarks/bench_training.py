@@ -417,7 +417,7 @@ def risk_section(reps: int, n_mc: int, n_calls: int, record: dict) -> None:
     t0 = time.perf_counter()
     prior = iclgd.make_prior(D_IN, mu=jnp.ones(D_IN))
     ex = exact.prepare(prior, C)
-    best = exact.best_multihead_lsa(ex)
+    best = exact.lsa_optimum(ex)
     _, r_gd = exact.gd_optimal(ex)
     models = {
         "best multi-head LSA (H=11)": jax.tree_util.tree_map(

@@ -9,18 +9,22 @@ re-exported here, the rest live in the submodules, one concern each:
 * :mod:`iclgd.checks` -- the argument checks every public function runs.
 * :mod:`iclgd.book` -- what a chapter glues into its text (:func:`~iclgd.book.glue`, which works
   without myst-nb, e.g. on Colab; :func:`~iclgd.book.fmt`).
-* :mod:`iclgd.tasks` -- in-context linear-regression tasks and embeddings (Parts I, III).
-* :mod:`iclgd.representation` -- Part II's tasks and its ridge predictors.
+* :mod:`iclgd.tasks` -- the prompt distributions and samplers: ``linear`` (Parts I, III),
+  ``representation`` (Part II).
 * :mod:`iclgd.models` -- one interface, ``model.init(key)`` / ``model.predict(params, batch)``, for
   every family: multi-head LSA and y_q-LSA (Part I), the linear transformer (Part III), softmax
   attention and the pre-LN transformer (Part II).
-* :mod:`iclgd.metrics` -- the squared error every loss is built from.
-* :mod:`iclgd.baselines` -- one-step GD, the Bayes posterior mean, ridge regression.
-* :mod:`iclgd.training` -- the trainer (optax, compiled once, history, multi-seed, L-BFGS).
-* :mod:`iclgd.exact` -- exact population risks, exact optima and exact-risk losses.
+* :mod:`iclgd.exact` -- exact population risks, optima and moments, one file per family.
+* :mod:`iclgd.baselines` -- the algorithms the models are compared with: GD, preconditioned GD,
+  GD++, the Bayes posterior mean, ridge regression (Parts I-III).
+* :mod:`iclgd.metrics` -- errors and distances on samples: the squared error every loss is built
+  from, ``Dist(M, I)``, Part II's inference loss.
+* :mod:`iclgd.training` -- the trainer (optax, compiled once, history, multi-seed, L-BFGS), the
+  loss builders, and Part I's LSA sweep.
 * :mod:`iclgd.symbolic` -- exact Gaussian expectations and symbolic risks with sympy.
-* :mod:`iclgd.lsa_sweep` -- Part I's many LSA configurations trained on one stream of prompts.
+* :mod:`iclgd.ladder` -- the risk ladder across the three papers.
 * :mod:`iclgd.plot` -- every figure of the book.
+* :mod:`iclgd.llm` -- Part I Sec. 5.3: sentence embeddings and the LLM refinement runs.
 """
 
 from . import config, models
@@ -77,7 +81,7 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = ("exact", "symbolic", "plot", "lsa_sweep", "representation", "training", "baselines")
+_LAZY = ("exact", "symbolic", "plot", "ladder", "llm", "metrics", "baselines", "tasks", "training")
 
 
 def __getattr__(name: str):

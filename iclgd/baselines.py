@@ -1,15 +1,25 @@
-"""Algorithmic baselines that the trained models are compared with.
+"""Algorithmic baselines that the trained models are compared with: one file, every family.
+
+Linear regression (Parts I, III):
 
 * :func:`gd_one_step`: one gradient step on the context least-squares loss from any ``w0``,
   ``w1 = w0 - (eta/C) X^T (X w0 - y)``, and its prediction ``w1^T x_q`` (Xie et al. eq. 9).
 * :func:`bayes_posterior_mean`: the Bayes-optimal predictor under a Gaussian prior.
 * :func:`ridge_weights` and :func:`ridge`: ridge regression on the context -- the one ridge of
-  iclgd, also behind Part II's eq. 20 and eq. 25 (:mod:`iclgd.representation`).
+  iclgd, also behind Part II's eq. 20 and eq. 25.
+* :func:`preconditioned_gd_iterates`, :func:`preconditioned_gd` and :func:`gd_plus_plus`: multi-step
+  preconditioned GD (Ahn et al. eq. 10-11, Lemma 2) and GD++ (Sec. 6, eq. 13), the algorithms that
+  the linear transformers of :mod:`iclgd.models.linear_transformer` implement.
 
-The exact risk of one GD step and its optimal step size are in :mod:`iclgd.exact`
-(:func:`iclgd.exact.gd_risk`, :func:`iclgd.exact.gd_optimal`); the chapter "The shared setting"
-derives them. Multi-step preconditioned GD and GD++ (Part III) live in
-:mod:`iclgd.models.linear_transformer`, beside the transformer that implements them.
+Representations (Part II, Yang et al. Sec. 3.2-3.3):
+
+* :func:`ridge_eq20` / :func:`y_star` -- the ridge regression the trained transformer implements
+  (regulariser ``m tau / (2N)``; eq. 20, 22);
+* :func:`ridge_eq25` / :func:`y_best` -- the "best possible" ridge (regulariser ``tau / 2``; eq. 23,
+  25).
+
+Exact risks and optimal step sizes of these algorithms are in :mod:`iclgd.exact`
+(:func:`iclgd.exact.gd_risk`, :func:`iclgd.exact.gd_optimal`, :func:`iclgd.exact.tuned_gd`).
 """
 
 from __future__ import annotations
@@ -19,9 +29,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import checks as v
-from .tasks import Prior, TaskBatch, check_batch, check_prior
+from .models.linear_transformer import _check_L
+from .tasks.linear import Prior, TaskBatch, check_batch, check_prior
+from .tasks.representation import RepresentationSpec, check_spec
 
-__all__ = ["gd_one_step", "bayes_posterior_mean", "ridge_weights", "ridge"]
+__all__ = [
+    "gd_one_step",
+    "bayes_posterior_mean",
+    "ridge_weights",
+    "ridge",
+    "preconditioned_gd_iterates",
+    "preconditioned_gd",
+    "gd_plus_plus",
+    "ridge_eq20",
+    "ridge_eq25",
+    "y_star",
+    "y_best",
+]
 
 
 def _check_xyq(X, y, x_q) -> tuple:
@@ -163,3 +187,233 @@ def ridge(X: jax.Array, y: jax.Array, x_q: jax.Array, reg) -> jax.Array:
     """
     X, y, x_q, _ = _check_xyq(X, y, x_q)
     return jnp.einsum("bd,bd->b", ridge_weights(X, y, reg), x_q)
+
+
+# Part III: multi-step preconditioned GD and GD++
+
+
+def _check_stack(name: str, A, dims: dict, what: str = "") -> jax.Array:
+    """Turn a stack or a sequence of ``(d, d)`` matrices into a ``(L, d, d)`` array and check it."""
+    if isinstance(A, (list, tuple)):
+        if len(A) == 0:
+            raise ValueError(f"L must be an integer >= 1: {name} holds no matrices")
+        shapes = {tuple(np.shape(a)) for a in A}
+        if len(shapes) != 1:
+            raise ValueError(
+                f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}"
+            )
+        A = jnp.stack([jnp.asarray(v.array(f"{name}[{i}]", a)) for i, a in enumerate(A)])
+    _check_L(name, A)
+    return v.array(name, A, "L d d", dims, what=what)
+
+
+def _check_regression(X, y, x_q=None) -> v.Dims:
+    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return the bound sizes."""
+    dims = v.Dims()
+    v.array("X", X, "B n d", dims)
+    v.array("y", y, "B n", dims, what="to match X")
+    if x_q is not None:
+        v.array("x_q", x_q, "B d", dims, what="to match X")
+    return dims
+
+
+def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
+    """``grad R(w) = (1/n) X^T (X w - y)`` of eq. 10, batched: ``X (B, n, d)``,
+    ``y (B, n)``, ``w (B, d)``."""
+    n = X.shape[1]
+    return jnp.einsum("bni,bn->bi", X, jnp.einsum("bni,bi->bn", X, w) - y) / n
+
+
+def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
+    """Iterates of ``L`` steps of preconditioned GD from ``w_0 = 0`` (eq. 10-11, Lemma 2).
+
+    ``w_{l+1} = w_l + A_l grad R(w_l)`` with ``R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2``;
+    with ``A_l = -gamma_l I`` this is plain GD with step ``gamma_l`` (the paper's sign: ``-A_l`` is
+    the preconditioner). All ``n`` context examples enter ``R`` (eq. 10 sums ``i = 1..n``).
+
+    By Lemma 2, ``w_l`` is the weight vector the eq. 9 transformer with symmetric
+    ``A_0, ..., A_{l-1}`` uses after ``l`` layers. For a non-symmetric ``A_l`` the transformer
+    matches this function called with the transposes ``A_l^T`` (see the module docstring).
+
+    Args:
+        X: ``(B, n, d)`` context inputs (row ``i`` is ``x^(i)``).
+        y: ``(B, n)`` context labels.
+        A_list: ``(L, d, d)`` array or a sequence of ``L`` ``(d, d)`` arrays, ``L >= 1``.
+
+    Returns:
+        ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
+    """
+    A = _check_stack("A_list", A_list, _check_regression(X, y))
+    return _pgd_iterates(X, y, A)
+
+
+@jax.jit
+def _pgd_iterates(X: jax.Array, y: jax.Array, A: jax.Array) -> jax.Array:
+    B, _, d = X.shape
+
+    def step(w, A_l):
+        w_new = w + jnp.einsum("ij,bj->bi", A_l, _grad_R(X, y, w))
+        return w_new, w_new
+
+    w0 = jnp.zeros((B, d), dtype=jnp.result_type(X, y, A))
+    _, ws = jax.lax.scan(step, w0, A)
+    return jnp.concatenate([w0[None], ws], axis=0)
+
+
+def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax.Array:
+    """Prediction ``<w_L, x_q>`` after ``L`` preconditioned GD steps from
+    ``w_0 = 0`` (eq. 11, Lemma 2).
+
+    See :func:`preconditioned_gd_iterates` for the update and its conventions.
+
+    Args:
+        X: ``(B, n, d)`` context inputs.
+        y: ``(B, n)`` context labels.
+        x_q: ``(B, d)`` query inputs ``x^(n+1)``.
+        A_list: ``(L, d, d)`` (or a sequence of ``L`` ``(d, d)`` arrays).
+
+    Returns:
+        ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
+    """
+    A = _check_stack("A_list", A_list, _check_regression(X, y, x_q))
+    return jnp.einsum("bi,bi->b", _pgd_iterates(X, y, A)[-1], x_q)
+
+
+def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> jax.Array:
+    """GD++ (von Oswald et al. 2022) in the preconditioned form of Ahn et al.
+    Sec. 6 (eq. 13, App. C.1).
+
+    Each step interleaves (i) a preconditioned GD step (eq. 11) on the least-squares loss of the
+    *current* covariates ``x_l = S_l x`` and (ii) a linear transform of every covariate (context and
+    query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T``
+    (the paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature
+    correction ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``,
+    ``a_l b_l = -gamma n``). The predictor's values at the tokens are kept through (ii), so in the
+    original coordinates, with ``w_0 = 0`` and ``S_0 = I``::
+
+        w_{l+1} = w_l + S_l^T A_l S_l grad R(w_l)          (R of eq. 10 on the original data)
+        S_{l+1} = (I + B_l S_l G_0 S_l^T A_l) S_l,         G_0 = (1/n) sum_{i<=n} x^(i) x^(i)T,
+
+    and the prediction is ``<w_L, x_q>``. With ``B_l = 0`` this is :func:`preconditioned_gd`. For
+    the symmetric ``A_l`` of eq. 13 it equals ``sparse_predict({"A": A_list, "B": B_list}, Z0)``.
+
+    Args:
+        X: ``(B, n, d)`` context inputs.
+        y: ``(B, n)`` context labels.
+        x_q: ``(B, d)`` query inputs.
+        A_list: ``(L, d, d)`` preconditioners (or a sequence of ``(d, d)``).
+        B_list: ``(L, d, d)`` covariate-transform blocks (same ``L``).
+
+    Returns:
+        ``(B,)`` predictions.
+    """
+    dims = _check_regression(X, y, x_q)
+    A = _check_stack("A_list", A_list, dims)
+    Bs = _check_stack("B_list", B_list, dims, what="like A_list")
+    return _gdpp(X, y, x_q, A, Bs)
+
+
+@jax.jit
+def _gdpp(X: jax.Array, y: jax.Array, x_q: jax.Array, A: jax.Array, Bs: jax.Array) -> jax.Array:
+    Bsz, n, d = X.shape
+    G0 = jnp.einsum("bni,bnj->bij", X, X) / n  # (B, d, d)
+    I = jnp.eye(d, dtype=G0.dtype)
+
+    def step(carry, AB):
+        w, S = carry
+        A_l, B_l = AB
+        g = _grad_R(X, y, w)  # (B, d)
+        step_dir = jnp.einsum("bji,jk,bkl,bl->bi", S, A_l, S, g)  # S^T A S g
+        G_l = jnp.einsum("bij,bjk,blk->bil", S, G0, S)  # S G0 S^T
+        T = I + jnp.einsum("ij,bjk,kl->bil", B_l, G_l, A_l)
+        return (w + step_dir, jnp.einsum("bij,bjk->bik", T, S)), None
+
+    w0 = jnp.zeros((Bsz, d), dtype=jnp.result_type(X, y, A, Bs))
+    S0 = jnp.broadcast_to(I, (Bsz, d, d)).astype(w0.dtype)
+    (wL, _), _ = jax.lax.scan(step, (w0, S0), (A, Bs))
+    return jnp.einsum("bi,bi->b", wL, x_q)
+
+
+# Part II: the ridge predictors of eq. 20-25
+
+
+def _check_Zy(Z, y) -> tuple[int, int]:
+    dims = v.Dims()
+    Z = v.array("Z", Z, "m N", dims)
+    v.array("y", y, "B N", dims, what=f"to match Z of shape (m, N) = {tuple(Z.shape)}")
+    return dims["m"], dims["N"]
+
+
+def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
+    """The transformer's ridge regression, eq. 20.
+
+    ``lam_hat = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + (m tau)/(2N) ||lam||^2``
+    ``       = (Z Z^T + m tau I_m)^{-1} Z y``.
+
+    Args:
+        Z: ``(m, N)`` prompt features.
+        y: ``(B, N)`` prompt labels.
+        tau: noise variance ``tau >= 0``.
+
+    Returns:
+        ``(B, m)``.
+    """
+    m, N = _check_Zy(Z, y)
+    tau = v.scalar("tau", tau, nonneg=True)
+    return ridge_weights(Z.T, y, m * tau / N)
+
+
+def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
+    """The best-possible ridge regression, eq. 25 (equivalent to eq. 24 by Lemma 4).
+
+    ``lam_hat_tau = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + tau/2 ||lam||^2``
+    ``            = (Z Z^T + N tau I_m)^{-1} Z y``.
+
+    Args:
+        Z: ``(m, N)`` prompt features.
+        y: ``(B, N)`` prompt labels.
+        tau: noise variance ``tau >= 0``.
+
+    Returns:
+        ``(B, m)``.
+    """
+    _check_Zy(Z, y)
+    tau = v.scalar("tau", tau, nonneg=True)
+    return ridge_weights(Z.T, y, tau)
+
+
+def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """The trained transformer's limit output ``y_star = (y, (Z^Q)^T lam_hat)`` of
+    eq. 22 (``lam_hat`` of eq. 20).
+
+    Args:
+        spec: the task.
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, K)``.
+    """
+    spec = check_spec(spec)
+    lam = ridge_eq20(spec.Z, y, spec.tau)
+    return _complete(y, lam, spec.ZQ)
+
+
+@jax.jit
+def _complete(y, lam, ZQ):
+    return jnp.concatenate([y, lam @ ZQ], axis=1)
+
+
+def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
+    """The best possible output ``y_best = (y, (Z^Q)^T lam_hat_tau)`` of eq. 23
+    (``lam_hat_tau`` of eq. 25).
+
+    Args:
+        spec: the task.
+        y: ``(B, N)`` prompt labels.
+
+    Returns:
+        ``(B, K)``.
+    """
+    spec = check_spec(spec)
+    lam = ridge_eq25(spec.Z, y, spec.tau)
+    return _complete(y, lam, spec.ZQ)

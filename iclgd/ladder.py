@@ -11,21 +11,21 @@ For a prior ``x ~ N(0, Sigma)``, ``w ~ N(mu, Omega)``, ``y = w^T x + eps``
 * one GD step from ``0`` and from ``mu`` at the exact optimal step (:func:`iclgd.exact.gd_optimal`;
   Xie et al. eq. 7-9, Ahn et al. Lemma 2);
 * ``k`` steps of preconditioned GD from ``0`` with ``P = Sigma^{-1}`` and exactly tuned step sizes
-  (:func:`iclgd.pgd.tuned_gd`, Ahn et al. Lemma 2 and Sec. 5; its prior ``w ~ N(0, Omega)`` is
+  (:func:`iclgd.exact.tuned_gd`, Ahn et al. Lemma 2 and Sec. 5; its prior ``w ~ N(0, Omega)`` is
   replaced by the second moment ``Omega + mu mu^T`` of ``w``, which is all that GD from ``0`` sees;
   noise-free labels only);
-* the best one-layer LSA with ``y_q = 0``, ``H = 1`` (:func:`iclgd.exact.best_lsa`) and
-  ``H >= d + 1`` heads (:func:`iclgd.exact.best_multihead_lsa`; Xie et al. eq. 3, Theorem 1);
+* the best one-layer LSA with ``y_q = 0``, ``H = 1`` (:func:`iclgd.exact.lsa_search`) and
+  ``H >= d + 1`` heads (:func:`iclgd.exact.lsa_optimum`; Xie et al. eq. 3, Theorem 1);
 * the best y_q-LSA, the guess ``y_q = g^T x_q`` trained too
-  (:func:`iclgd.exact.best_multihead_yq_lsa`, ``H >= d + 1``: a lower bound for any number of
+  (:func:`iclgd.exact.yq_lsa_optimum`, ``H >= d + 1``: a lower bound for any number of
   heads; Xie et al. Definition 3);
 * the best one-layer linear transformer of Ahn et al. eq. 7 with ``b = e_{d+1}``
-  (:func:`iclgd.exact.best_linear_transformer`) and, where Theorem 1 applies (``mu = 0``,
+  (:func:`iclgd.exact.linear_transformer_optimum`) and, where Theorem 1 applies (``mu = 0``,
   ``Omega = I``, no noise), the risk of its printed optimum, eq. 8
-  (:func:`iclgd.models.linear_transformer.theorem1_optimal_A`);
+  (:func:`iclgd.exact.theorem1_optimal_A`);
 * where Theorems 4-5 apply (``mu = 0``, ``Omega = Sigma^{-1}``, no noise): the optimal ``L``-layer
-  sparse transformer on Theorem 4's set ``S`` (:func:`iclgd.pgd.optimal_scalars`) and the lowest
-  strict local minimum of GD++ on Theorem 5's set (:func:`iclgd.pgd.gdpp_critical_points`).
+  sparse transformer on Theorem 4's set ``S`` (:func:`iclgd.exact.optimal_scalars`) and the lowest
+  strict local minimum of GD++ on Theorem 5's set (:func:`iclgd.exact.gdpp_critical_points`).
 
 Rungs that do not apply to a prior are left out and listed, with the reason, in
 :attr:`Ladder.skipped`. :func:`relations` lists the orderings between rungs that are theorems for
@@ -42,7 +42,7 @@ import numpy as np
 import scipy.optimize as so
 
 from . import checks as v
-from . import exact, pgd
+from . import exact
 from .tasks import Prior, check_prior, standard_normal
 
 __all__ = [
@@ -342,7 +342,7 @@ def risk_ladder(
         C: context length (Ahn et al.'s ``n``), ``>= 1``.
         key: PRNG key of the Monte Carlo rungs and the searches (default ``jax.random.key(0)``).
         n_mc: draws of ``X`` for the Monte Carlo rungs (Bayes and ridge where no closed form).
-        lsa_restarts: random starts of the single-head LSA search (:func:`iclgd.exact.best_lsa`).
+        lsa_restarts: random starts of the single-head LSA search (:func:`iclgd.exact.lsa_search`).
         lsa_steps: L-BFGS iterations per start of that search.
         lsa_method: its ``method``: ``"auto"`` (subspaces seeded by L-BFGS on the weights; the
             most reliable) or ``"subspace"`` (random subspaces only: one compilation less).
@@ -381,7 +381,7 @@ def risk_ladder(
         P = np.linalg.inv(S)
         for k in (1, 2, 3):
             try:
-                t = pgd.tuned_gd(k, C, S, P=P, Omega=Om + np.outer(mu, mu))
+                t = exact.tuned_gd(k, C, S, P=P, Omega=Om + np.outer(mu, mu))
             except ValueError as e:  # complex roots: no real step sizes
                 skipped[f"pgd{k}"] = str(e)
                 continue
@@ -390,17 +390,17 @@ def risk_ladder(
     else:
         for k in (1, 2, 3):
             skipped[f"pgd{k}"] = "tuned_gd's exact loss is for noise-free labels"
-    lsa1 = exact.best_lsa(
+    lsa1 = exact.lsa_search(
         ex, 1, restarts=lsa_restarts, steps=lsa_steps, key=k_lsa, method=lsa_method
     )
     rungs.append(_rung("lsa1", lsa1.risk, method="search", detail=lsa1.method))
-    rungs.append(_rung("lsa_d", exact.best_multihead_lsa(ex).risk))
-    yq = exact.best_multihead_yq_lsa(ex)
+    rungs.append(_rung("lsa_d", exact.lsa_optimum(ex).risk))
+    yq = exact.yq_lsa_optimum(ex)
     g = ", ".join(f"{x:.3g}" for x in yq.y_q_guess)
     rungs.append(_rung("yq_lsa", yq.risk, detail=f"g* = ({g})"))
-    rungs.append(_rung("lt1", exact.best_linear_transformer(ex).risk))
+    rungs.append(_rung("lt1", exact.linear_transformer_optimum(ex).risk))
     if is_theorem1(prior):
-        from .models.linear_transformer import theorem1_optimal_A
+        from .exact.pgd import theorem1_optimal_A
 
         A8 = np.asarray(theorem1_optimal_A(S, C), np.float64)
         params = {"b": np.eye(d + 1)[d], "A": np.vstack([A8, np.zeros((1, d))])}
@@ -409,11 +409,11 @@ def risk_ladder(
         skipped["eq8"] = "Theorem 1 needs mu = 0, Omega = I and no label noise"
     if is_part3(prior):
         for L in (2, 3):
-            o = pgd.optimal_scalars(L, C, d)
+            o = exact.optimal_scalars(L, C, d)
             a = ", ".join(f"{x:.3g}" for x in o.a)
             rungs.append(_rung(f"sparse{L}", float(o.risk), detail=f"a = ({a})"))
         for L in (2, 3):
-            srch = pgd.gdpp_critical_points(L, C, d, jax.random.fold_in(k_pp, L), gdpp_starts)
+            srch = exact.gdpp_critical_points(L, C, d, jax.random.fold_in(k_pp, L), gdpp_starts)
             best = [p for p in srch.points if p.hess_eigs.min() > 0]
             if not best:
                 skipped[f"gdpp{L}"] = "no strict local minimum found on S"

@@ -5,20 +5,43 @@
 * :func:`cosine` -- cosine similarity along the last axis.
 * :func:`input_gradient` and :func:`compare_predictors` -- do two predictors compute the same
   function? Xie et al. App. C.2 compares predictions and input gradients ``d f / d x_q``.
+* :func:`dist_to_identity` -- ``Dist(M, I)`` of Ahn et al. Sec. 5.3 (Figs. 1-4);
+  :func:`gradient_stats` -- a sampled gradient and its standard error.
+* :func:`empirical_loss`, :func:`inference_loss` -- Yang et al.'s eq. 9 and Theorem 2 on a sample;
+  :func:`inference_sets`, :func:`inference_metrics`, :func:`copy_prompt_gap` -- the inference loss
+  of Fig. 2 on fixed test prompts, for any Part II model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import checks as v
-from .tasks import check_batch
+from .baselines import y_star
+from .tasks.linear import check_batch
+from .tasks.representation import RepresentationBatch, check_spec, sample_representation_tasks
 
-__all__ = ["mse", "cosine", "input_gradient", "compare_predictors", "safe_scale"]
+__all__ = [
+    "mse",
+    "cosine",
+    "input_gradient",
+    "compare_predictors",
+    "safe_scale",
+    "dist_to_identity",
+    "GradStats",
+    "gradient_stats",
+    "empirical_loss",
+    "inference_loss",
+    "InferenceSet",
+    "inference_sets",
+    "inference_metrics",
+    "copy_prompt_gap",
+]
 
 
 def safe_scale(x: jax.Array, axis) -> jax.Array:
@@ -140,3 +163,232 @@ def compare_predictors(predict_a: Callable, predict_b: Callable, tasks) -> dict:
         "cos": np.asarray(cosine(g_a, g_b)),
         "cos_ref": np.asarray(cosine(g_b, tasks.w)),
     }
+
+
+# Part III: Dist(M, I) of Figs. 1-4 and gradient noise
+
+
+def dist_to_identity(M) -> jax.Array:
+    """``Dist(M, I) = min_alpha ||M - alpha I||_F / ||M||_F`` (Sec. 5.3), batched over leading axes.
+
+    The minimiser is ``alpha = tr(M) / d``, so ``Dist^2 = 1 - tr(M)^2 / (d ||M||_F^2)``.
+
+    Args:
+        M: ``(..., d, d)`` array, no matrix identically zero.
+
+    Returns:
+        ``(...)`` values in ``[0, 1]``.
+    """
+    M = v.array("M", M, "... d d")
+    if not v.is_tracer(M) and np.any(np.abs(np.asarray(M)).max(axis=(-2, -1)) == 0):
+        raise ValueError("M must hold no matrix that is identically zero (Dist is 0/0 there)")
+    M = jnp.asarray(M)
+    M = M / safe_scale(M, (-2, -1))  # Dist is scale-invariant; no overflow in ||M||^2
+    d = M.shape[-1]
+    alpha = jnp.trace(M, axis1=-2, axis2=-1) / d
+    R = M - alpha[..., None, None] * jnp.eye(d, dtype=M.dtype)
+    return jnp.linalg.norm(R, axis=(-2, -1)) / jnp.linalg.norm(M, axis=(-2, -1))
+
+
+class GradStats(NamedTuple):
+    """Sample gradient of a mean loss and its standard error (:func:`gradient_stats`).
+
+    Attributes:
+        grad: pytree like ``params``, the gradient of the sample mean loss.
+        se: pytree like ``params``, the standard error of each entry (per-prompt spread / sqrt N).
+        z2: ``||grad||^2 / sum(se^2)``: about 1 when the population gradient is 0 (pure noise),
+            much larger when it is not.
+    """
+
+    grad: Any
+    se: Any
+    z2: float
+
+    def z2_against(self, target) -> float:
+        """``||grad - target||^2 / sum(se^2)``: about 1 when ``target`` is the population gradient.
+
+        Args:
+            target: pytree like ``grad`` (e.g. an exact gradient).
+        """
+        diff = jax.tree_util.tree_map(lambda g, t: g - jnp.asarray(t), self.grad, target)
+        num = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(diff))
+        return num / sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(self.se))
+
+
+def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradStats:
+    """Gradient of ``mean_i loss_i`` on a fixed sample, with per-entry standard errors.
+
+    Args:
+        per_prompt_loss: ``(params, *data) -> (N,)`` losses of the ``N`` prompts in ``data``
+            (each array of ``data`` has a leading axis ``N``).
+        params: pytree of parameters.
+        data: arrays with a leading prompt axis.
+        chunk: prompts per vectorised gradient evaluation.
+
+    Returns:
+        :class:`GradStats`.
+    """
+    v.function("per_prompt_loss", per_prompt_loss, "a function (params, *data) -> (N,) losses")
+    chunk = v.positive_int("chunk", chunk)
+    if not data:
+        raise ValueError("data must hold at least one array with a leading prompt axis")
+    data = tuple(v.array(f"data[{i}]", x) for i, x in enumerate(data))
+    if any(x.ndim < 1 for x in data):
+        raise ValueError("every array of data must have a leading (prompt) axis")
+    N = int(data[0].shape[0])
+    if N < 2:
+        raise ValueError(f"data must hold at least 2 prompts (a standard error needs 2), got {N}")
+    if any(int(x.shape[0]) != N for x in data):
+        raise ValueError("every array of data must have the same leading (prompt) axis")
+    one = lambda p, *xs: per_prompt_loss(p, *(x[None] for x in xs))[0]  # noqa: E731
+    g1 = jax.jit(jax.vmap(jax.grad(one), in_axes=(None,) + (0,) * len(data)))
+    s1 = s2 = None
+    for i in range(0, N, chunk):
+        g = g1(params, *(x[i : i + chunk] for x in data))
+        a = jax.tree_util.tree_map(lambda x: jnp.sum(x, 0), g)
+        b = jax.tree_util.tree_map(lambda x: jnp.sum(x**2, 0), g)
+        s1 = a if s1 is None else jax.tree_util.tree_map(jnp.add, s1, a)
+        s2 = b if s2 is None else jax.tree_util.tree_map(jnp.add, s2, b)
+    mean = jax.tree_util.tree_map(lambda x: x / N, s1)
+    se = jax.tree_util.tree_map(
+        lambda m, q: jnp.sqrt(jnp.maximum(q / N - m**2, 0.0) / (N - 1)), mean, s2
+    )
+    num = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(mean))
+    den = sum(float(jnp.sum(x**2)) for x in jax.tree_util.tree_leaves(se))
+    return GradStats(mean, se, num / den)
+
+
+# Part II: the losses of eq. 9 and Theorem 2 on samples, and the inference loss of Fig. 2
+
+
+def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
+    """Monte-Carlo estimate of eq. 9 on a batch: ``1/2 mean_b [ 1/K sum_k (y_hat_k - y_k)^2 ]``.
+
+    Args:
+        y_hat: ``(B, K)`` predictions for all tokens.
+        y_all: ``(B, K)`` true (noisy) labels of all tokens.
+
+    Returns:
+        ``()``.
+    """
+    y_hat, y_all = v.array("y_hat", y_hat, "B K"), v.array("y_all", y_all)
+    if tuple(y_hat.shape) != tuple(y_all.shape):
+        raise ValueError(
+            "y_hat and y_all must have the same shape (B, K), "
+            f"got {tuple(y_hat.shape)} and {tuple(y_all.shape)}"
+        )
+    return 0.5 * mse(y_hat, y_all)
+
+
+def inference_loss(y_hat: jax.Array, y_target: jax.Array) -> jax.Array:
+    """Theorem 2's inference error ``1/(2K) ||y_hat - y_star||_2^2``
+    (eq. 22), averaged over the batch.
+
+    (Fig. 2 of the paper plots ``1/K ||y_hat - y_star||^2``, i.e. twice this; Fig. 3 plots
+    ``1/K ||y_star - y_best||^2``.)
+
+    Args:
+        y_hat: ``(B, K)`` model predictions.
+        y_target: ``(B, K)`` reference, e.g. :func:`iclgd.baselines.y_star`.
+
+    Returns:
+        ``()``.
+    """
+    return empirical_loss(y_hat, y_target)
+
+
+def _predict_fn(model) -> Callable:
+    predict = getattr(model, "predict", model)
+    return v.function("model", predict, "an iclgd Model or a function predict(params, batch)")
+
+
+class InferenceSet(NamedTuple):
+    """Fixed test prompts and their targets ``y_star`` (eq. 22) for the inference loss of Fig. 2.
+
+    Attributes:
+        batch: ``B`` prompts (:class:`~iclgd.tasks.RepresentationBatch`).
+        target: ``(B, K)`` ``y_star = (y, (Z^Q)^T lam_hat)`` with ``lam_hat`` of eq. 20.
+    """
+
+    batch: RepresentationBatch
+    target: jax.Array
+
+
+def inference_sets(key: jax.Array, spec, n: int = 200) -> dict[str, InferenceSet]:
+    """Sec. 4's test sets: ``n`` prompts with ``lambda ~ N(0, I_m)`` (``"in"``, in domain) and ``n``
+    with ``lambda ~ N(1_m, 4 I_m)`` (``"ood"``, out of domain), each with its ``y_star``.
+
+    Args:
+        key: PRNG key (split into one key per set).
+        spec: the task (:func:`~iclgd.tasks.make_representation_spec`); its own ``lambda``
+            law is not used.
+        n: prompts per set, ``>= 1`` (the paper: 200).
+
+    Returns:
+        ``{"in": InferenceSet, "ood": InferenceSet}``.
+    """
+    v.prng_key("key", key)
+    spec = check_spec(spec)
+    n = v.positive_int("n", n)
+    k_in, k_ood = jax.random.split(key)
+    laws = {"in": (k_in, 0.0, 1.0), "ood": (k_ood, 1.0, 2.0)}
+    out = {}
+    for name, (k, mean, std) in laws.items():
+        b = sample_representation_tasks(k, spec, n, lam_mean=mean, lam_std=std)
+        out[name] = InferenceSet(b, y_star(spec, b.y))
+    return out
+
+
+def _check_sets(sets) -> dict:
+    if not isinstance(sets, dict) or not sets:
+        raise v.ArgumentTypeError(
+            "sets must be a non-empty dict name -> InferenceSet (from inference_sets), "
+            f"got {type(sets).__name__} {sets!r:.60}"
+        )
+    for name, s in sets.items():
+        v.container(f"sets[{name!r}]", s, InferenceSet, "an InferenceSet (from inference_sets)")
+        v.array(f"sets[{name!r}].target", s.target, "B K", v.Dims(B=s.batch.y_all.shape[0]))
+    return sets
+
+
+def inference_metrics(model, sets: dict) -> Callable:
+    """The inference loss of Fig. 2, ``(1/K) ||y_hat - y_star||^2`` averaged over each test set.
+
+    Args:
+        model: an iclgd Part II :class:`~iclgd.models.Model`, or
+            ``predict(params, batch) -> (B, K)``.
+        sets: name -> :class:`InferenceSet` (from :func:`inference_sets`).
+
+    Returns:
+        ``metrics(params) -> {name: ()}`` (jittable; pass it to :func:`iclgd.train` as ``metrics``).
+    """
+    predict = _predict_fn(model)
+    sets = _check_sets(sets)
+
+    def metrics(params):
+        return {
+            name: jnp.mean(jnp.sum((predict(params, s.batch) - s.target) ** 2, axis=-1))
+            / s.target.shape[-1]
+            for name, s in sets.items()
+        }
+
+    return metrics
+
+
+def copy_prompt_gap(sets: dict) -> dict[str, float]:
+    """The inference loss of the same baseline: ``(1/K) ||(y, 0) - y_star||^2`` averaged over each
+    test set, i.e. ``(1/K) sum_{k>N} y_star_k^2``.
+
+    Args:
+        sets: name -> :class:`InferenceSet` (from :func:`inference_sets`).
+
+    Returns:
+        name -> the baseline's inference loss (a float).
+    """
+    sets = _check_sets(sets)
+    out = {}
+    for name, s in sets.items():
+        N = s.batch.y.shape[-1]
+        t = np.asarray(s.target, np.float64)
+        out[name] = float(np.mean(np.sum(t[:, N:] ** 2, axis=-1)) / t.shape[-1])
+    return out

@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 import iclgd
-from iclgd import baselines, config, exact, lsa_sweep, metrics, pgd, representation, tasks
+from iclgd import baselines, config, exact, metrics, tasks, training
 from iclgd import checks as v
 from iclgd import training as train
 from iclgd.exact import wishart
@@ -22,6 +22,7 @@ from iclgd.models import linear_transformer as lt
 from iclgd.models import lsa, softmax, transformer
 from iclgd.symbolic import calculus, gaussian, gd_step
 from iclgd.symbolic import pgd as SPG
+from iclgd.training import lsa_sweep
 
 NAN, INF = float("nan"), float("inf")
 KEY = jax.random.key(0)
@@ -36,8 +37,8 @@ TB2 = tasks.sample_tasks(KEY, tasks.make_prior(2), 3, 2)  # B = 2, n = 3, d = 2
 Z0 = tasks.embed_zero_query(TB2)
 LTP = lt.init_linear_transformer(KEY, 2, 2)
 A1 = jnp.zeros((1, 2, 2))
-SPEC = representation.make_representation_spec(KEY, K=6, d=3, m=2, N=3, tau=0.1)
-RB = representation.sample_representation_tasks(KEY, SPEC, 2)
+SPEC = tasks.make_representation_spec(KEY, K=6, d=3, m=2, N=3, tau=0.1)
+RB = tasks.sample_representation_tasks(KEY, SPEC, 2)
 SMP = softmax.init_softmax(KEY, 3, 6, 2)
 TRP = transformer.init_transformer(KEY, 4, d_model=8, H=2, d_ff=8, L=1)
 INPUTS = jnp.swapaxes(RB.E, 1, 2)  # (2, 6, 4)
@@ -132,7 +133,7 @@ NAN_INF = [
      jnp.zeros(3), EX), ValueError, f"Mt {FINITE}"),
     ("exact.closed_form w_star", lambda: exact.multihead_lsa_closed_form(2, 3, [1.0, NAN]),
      ValueError, f"w_star {FINITE}"),
-    ("exact.best_multihead_lsa bias", lambda: exact.best_multihead_lsa(EX, None, NAN), ValueError,
+    ("exact.lsa_optimum bias", lambda: exact.lsa_optimum(EX, None, NAN), ValueError,
      "y_q_bias must be a finite number"),
     ("exact.risk64 params", lambda: exact.risk64(exact.lsa_risk, leaf(P2, "WK", put(P2["WK"],
      INF)), EX), ValueError, rf"params\['WK'\] {FINITE}"),
@@ -140,17 +141,17 @@ NAN_INF = [
      0.0, 3), ValueError, f"mu {FINITE}"),
     ("exact.fold_last_row M", lambda: exact.fold_last_row(put(np.zeros((3, 3, 3)), NAN)),
      ValueError, f"M {FINITE}"),
-    ("lt.preconditioned_gd A_list", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+    ("baselines.preconditioned_gd A_list", lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
      put(A1, INF)), ValueError, f"A_list {FINITE}"),
     ("lt.sparse_predict Z0", lambda: lt.sparse_predict({"A": A1}, put(Z0, NAN)), ValueError,
      f"Z0 {FINITE}"),
-    ("lt.theorem1 Sigma", lambda: lt.theorem1_optimal_A(put(np.eye(2), NAN), 5), ValueError,
+    ("lt.theorem1 Sigma", lambda: exact.theorem1_optimal_A(put(np.eye(2), NAN), 5), ValueError,
      f"Sigma {FINITE}"),
     ("softmax_predict y", lambda: softmax.softmax_predict(SMP, SPEC, put(RB.y, NAN)), ValueError,
      f"y {FINITE}"),
     ("attention_matrix params", lambda: softmax.attention_matrix(leaf(SMP, "Q", put(SMP["Q"], INF)),
      SPEC), ValueError, rf"params\['Q'\] {FINITE}"),
-    ("population_loss_from_A", lambda: softmax.population_loss_from_A(put(jnp.zeros((3, 6)), NAN),
+    ("softmax_risk_from_A", lambda: exact.softmax_risk_from_A(put(jnp.zeros((3, 6)), NAN),
      SPEC), ValueError, f"A_hat {FINITE}"),
     ("transformer inputs", lambda: transformer.transformer_predict(TRP, put(INPUTS, NAN)),
      ValueError, f"inputs {FINITE}"),
@@ -159,15 +160,15 @@ NAN_INF = [
      rf"params\['layers'\]\['W1'\] {FINITE}"),
     ("layer_norm x", lambda: transformer.layer_norm(put(jnp.ones((2, 4)), INF), jnp.ones(4),
      jnp.zeros(4)), ValueError, f"x {FINITE}"),
-    ("ridge_eq20 Z", lambda: representation.ridge_eq20(put(SPEC.Z, NAN), RB.y, 0.1), ValueError,
+    ("ridge_eq20 Z", lambda: baselines.ridge_eq20(put(SPEC.Z, NAN), RB.y, 0.1), ValueError,
      f"Z {FINITE}"),
-    ("spec features", lambda: representation.make_representation_spec(KEY, 6, 3, 2, 3, 0.1,
+    ("spec features", lambda: tasks.make_representation_spec(KEY, 6, 3, 2, 3, 0.1,
      features=put(np.ones((6, 2)), NAN)), ValueError, f"features {FINITE}"),
-    ("sample_lambda lam_mean", lambda: representation.sample_lambda(KEY, SPEC, 2, lam_mean=INF),
+    ("sample_lambda lam_mean", lambda: tasks.sample_lambda(KEY, SPEC, 2, lam_mean=INF),
      ValueError, f"lam_mean {FINITE}"),
-    ("representation_labels lam", lambda: representation.representation_labels(KEY, SPEC,
+    ("representation_labels lam", lambda: tasks.representation_labels(KEY, SPEC,
      put(jnp.zeros((2, 2)), NAN)), ValueError, f"lam {FINITE}"),
-    ("y_star spec.Z", lambda: representation.y_star(SPEC._replace(Z=put(SPEC.Z, NAN)), RB.y),
+    ("y_star spec.Z", lambda: baselines.y_star(SPEC._replace(Z=put(SPEC.Z, NAN)), RB.y),
      ValueError, rf"spec\.Z {FINITE}"),
     ("lambdify theta", lambda: sym_risk()(np.array([NAN])), ValueError, f"theta {FINITE}"),
     ("symbolic eta", lambda: gd_step.gd_weights_expr([1, 2], NAN), ValueError,
@@ -224,14 +225,14 @@ DTYPES = [
      f"y {REAL}"),
     ("transformer causal string", lambda: transformer.transformer_predict(TRP, INPUTS, "yes"),
      ATE, "causal must be a bool"),
-    ("lt.preconditioned_gd A_list keys", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+    ("baselines.preconditioned_gd A_list keys", lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
      jax.random.split(KEY, 4).reshape(1, 2, 2)), ATE, f"A_list {REAL} key"),
-    ("ridge_eq25 tau string", lambda: representation.ridge_eq25(SPEC.Z, RB.y, "0.1"), ATE,
+    ("ridge_eq25 tau string", lambda: baselines.ridge_eq25(SPEC.Z, RB.y, "0.1"), ATE,
      "tau must be a finite number >= 0"),
-    ("theorem1 n float", lambda: lt.theorem1_optimal_A(np.eye(2), 5.0), ATE,
+    ("theorem1 n float", lambda: exact.theorem1_optimal_A(np.eye(2), 5.0), ATE,
      "n must be an integer >= 1"),
     ("exact.prepare C bool", lambda: exact.prepare(PRIOR, True), ATE, "C must be an integer"),
-    ("best_lsa H array", lambda: exact.best_lsa(EX, np.ones(2, int)), ATE,
+    ("lsa_search H array", lambda: exact.lsa_search(EX, np.ones(2, int)), ATE,
      "H must be an integer >= 1"),
 ]  # fmt: skip
 
@@ -266,15 +267,15 @@ KEYS = [
     ("init_softmax int", lambda: softmax.init_softmax(0, 3, 6, 2), ATE, f"key {PASS_KEY}"),
     ("init_transformer int", lambda: transformer.init_transformer(0, 4, 8, 2, 8, 1), ATE,
      f"key {PASS_KEY}"),
-    ("random_dictionary int", lambda: representation.random_dictionary(0, 4, 2), ATE,
+    ("random_dictionary int", lambda: tasks.random_dictionary(0, 4, 2), ATE,
      f"key {PASS_KEY}"),
-    ("make_representation_spec int", lambda: representation.make_representation_spec(0, 6, 3, 2, 3,
+    ("make_representation_spec int", lambda: tasks.make_representation_spec(0, 6, 3, 2, 3,
      0.1), ATE, f"key {PASS_KEY}"),
-    ("sample_representation_tasks int", lambda: representation.sample_representation_tasks(0, SPEC,
+    ("sample_representation_tasks int", lambda: tasks.sample_representation_tasks(0, SPEC,
      2), ATE, f"key {PASS_KEY}"),
-    ("sample_lambda int", lambda: representation.sample_lambda(0, SPEC, 2), ATE,
+    ("sample_lambda int", lambda: tasks.sample_lambda(0, SPEC, 2), ATE,
      f"key {PASS_KEY}"),
-    ("representation_labels int", lambda: representation.representation_labels(0, SPEC,
+    ("representation_labels int", lambda: tasks.representation_labels(0, SPEC,
      jnp.zeros((2, 2))), ATE, f"key {PASS_KEY}"),
     ("train int", lambda: run_train(key=0), ATE, f"key {PASS_KEY}"),
     ("train_seeds one key", lambda: train.train_seeds(LOSS, iclgd.models.lsa_model(3), KEY,
@@ -285,8 +286,8 @@ KEYS = [
     ("sampled loss int", lambda: LOSS(P, 0), ATE, f"key {PASS_KEY}"),
     ("exact.bayes_risk int", lambda: exact.bayes_risk(tasks.make_prior(2, noise_std=0.5), 3,
      key=0), ATE, f"key {PASS_KEY}"),
-    ("exact.best_lsa int", lambda: exact.best_lsa(EX, 1, key=0), ATE, f"key {PASS_KEY}"),
-    ("exact.best_yq_lsa int", lambda: exact.best_yq_lsa(EX, key=0), ATE, f"key {PASS_KEY}"),
+    ("exact.lsa_search int", lambda: exact.lsa_search(EX, 1, key=0), ATE, f"key {PASS_KEY}"),
+    ("exact.yq_lsa_search int", lambda: exact.yq_lsa_search(EX, key=0), ATE, f"key {PASS_KEY}"),
     ("LSASweep.init int", lambda: SWEEP.init(0), ATE, f"key {PASS_KEY}"),
 ]  # fmt: skip
 
@@ -347,11 +348,11 @@ CONTAINERS = [
      r"params must be a dict \{'P'"),
     ("softmax_predict spec dict", lambda: softmax.softmax_predict(SMP, SPEC._asdict(), RB.y), ATE,
      r"spec must be an iclgd\.representation\.RepresentationSpec"),
-    ("softmax_loss TaskBatch", lambda: softmax.softmax_loss(SMP, SPEC, TB), ATE,
+    ("softmax_loss TaskBatch", lambda: training.softmax_loss(SMP, SPEC, TB), ATE,
      r"batch must be an iclgd\.representation\.RepresentationBatch"),
     ("transformer layers list", lambda: transformer.transformer_predict({**TRP, "layers": [1]},
      INPUTS), ATE, r"params\['layers'\] must be the nested dict returned by init_transformer"),
-    ("y_star spec tuple", lambda: representation.y_star(tuple(SPEC), RB.y), ATE,
+    ("y_star spec tuple", lambda: baselines.y_star(tuple(SPEC), RB.y), ATE,
      r"spec must be an iclgd\.representation\.RepresentationSpec"),
     ("compare_predictors int", lambda: metrics.compare_predictors(3, lambda t: t.y_target, TB),
      ATE, r"predict_a must be a function predict\(tasks\)"),
@@ -421,9 +422,9 @@ SIZES = [
     ("init_lsa H 0", lambda: lsa.init_lsa(KEY, 3, 0), ValueError, "H must be an integer >= 1"),
     ("init_lsa negative std", lambda: lsa.init_lsa(KEY, 3, 1, -1.0), ValueError,
      "init_std must be a finite number >= 0"),
-    ("lt A_list empty", lambda: lt.preconditioned_gd(TB2.X, TB2.y, TB2.x_q, []), ValueError,
+    ("lt A_list empty", lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q, []), ValueError,
      "L must be an integer >= 1: A_list holds no matrices"),
-    ("lt X n 0", lambda: lt.preconditioned_gd(TB2.X[:, :0], TB2.y[:, :0], TB2.x_q, A1),
+    ("lt X n 0", lambda: baselines.preconditioned_gd(TB2.X[:, :0], TB2.y[:, :0], TB2.x_q, A1),
      ValueError, r"X must have shape \(B, n, d\) with n >= 1"),
     ("lt init L 0", lambda: lt.init_linear_transformer(KEY, 2, 0), ValueError,
      "L must be an integer >= 1"),
@@ -433,9 +434,9 @@ SIZES = [
      "N must satisfy 1 <= N < K = 6"),
     ("init_softmax K 1", lambda: softmax.init_softmax(KEY, 3, 1, 2), ValueError,
      "K must be an integer >= 2"),
-    ("spec N >= K", lambda: representation.make_representation_spec(KEY, 4, 3, 2, 4, 0.1),
+    ("spec N >= K", lambda: tasks.make_representation_spec(KEY, 4, 3, 2, 4, 0.1),
      ValueError, "N must satisfy 1 <= N < K = 4"),
-    ("representation batch 0", lambda: representation.sample_representation_tasks(KEY, SPEC, 0),
+    ("representation batch 0", lambda: tasks.sample_representation_tasks(KEY, SPEC, 0),
      ValueError, "batch must be an integer >= 1"),
     ("transformer d_model % H", lambda: transformer.init_transformer(KEY, 4, 10, 4, 8, 1),
      ValueError, "d_model must be divisible by H = 4"),
@@ -511,9 +512,9 @@ SINGULAR = [
      "Omega must be positive semi-definite"),
     ("Omega slightly indefinite", lambda: tasks.make_prior(2, Omega=np.diag([1.0, -1e-3])),
      ValueError, "Omega must be positive semi-definite"),
-    ("theorem1 Sigma singular", lambda: lt.theorem1_optimal_A(np.diag([1.0, 0.0]), 5), ValueError,
+    ("theorem1 Sigma singular", lambda: exact.theorem1_optimal_A(np.diag([1.0, 0.0]), 5), ValueError,
      f"Sigma {PD}"),
-    ("theorem1 Sigma singular in float32", _float32(lambda: lt.theorem1_optimal_A(S_F32, 5)),
+    ("theorem1 Sigma singular in float32", _float32(lambda: exact.theorem1_optimal_A(S_F32, 5)),
      ValueError, f"Sigma {PD} in float32"),
     ("ridge dual rank-deficient", lambda: baselines.ridge_weights(jnp.ones((1, 2, 3)),
      jnp.ones((1, 2)), 0.0), ValueError, r"ridge regression is singular in float64 \(prompt 0\)"),
@@ -524,12 +525,12 @@ SINGULAR = [
     ("ridge singular in float32", _float32(lambda: baselines.ridge_weights(jnp.array([[[1.0, 0.0],
      [1.0, 1e-5]]]), jnp.ones((1, 2)), 0.0)), ValueError,
      "ridge regression is singular in float32"),
-    ("ridge_eq20 tau 0, Z rank 1", lambda: representation.ridge_eq20(jnp.ones((3, 2)),
+    ("ridge_eq20 tau 0, Z rank 1", lambda: baselines.ridge_eq20(jnp.ones((3, 2)),
      jnp.ones((2, 2)), 0.0), ValueError, "ridge regression is singular"),
-    ("limit_matrix tau 1e-30, N > m", lambda: representation.limit_matrix(SPEC._replace(
+    ("limit_matrix tau 1e-30, N > m", lambda: exact.limit_matrix(SPEC._replace(
      tau=jnp.asarray(1e-30))), ValueError, r"Z\^T Z \+ m tau I_N \(of spec\) must be positive "
      r"definite .* \(spec needs tau > 0 with m tau above the rounding"),
-    ("optimal_loss tau 0, N > m", lambda: representation.optimal_loss(SPEC._replace(
+    ("optimal_loss tau 0, N > m", lambda: exact.optimal_loss(SPEC._replace(
      tau=jnp.asarray(0.0))), ValueError, rf"Z\^T Z \+ m tau I_N \(of spec\) {PD}"),
 ]  # fmt: skip
 
@@ -538,21 +539,21 @@ SINGULAR = [
 # The tables
 # ----------------------------------------------------------------------------------------------
 
-# Part III (Ahn et al.): iclgd.pgd and the Wishart moments of iclgd.exact.wishart
+# Part III (Ahn et al.): iclgd.exact.pgd and the Wishart moments of iclgd.exact.wishart
 I2, NAN22 = np.eye(2), np.array([[NAN, 0.0], [0.0, 1.0]])
 PER_PROMPT = lambda p, x: x.sum(-1)  # noqa: E731
 NAN_INF += [
-    ("dist_to_identity M", lambda: pgd.dist_to_identity(NAN22), ValueError, f"M {FINITE}"),
-    ("paper_sigma diag", lambda: pgd.paper_sigma(KEY, (1.0, INF)), ValueError, f"diag {FINITE}"),
-    ("paper_prompts diag", lambda: pgd.paper_prompts(KEY, 5, 4, diag=(1.0, NAN)), ValueError,
+    ("dist_to_identity M", lambda: metrics.dist_to_identity(NAN22), ValueError, f"M {FINITE}"),
+    ("paper_sigma diag", lambda: tasks.paper_sigma(KEY, (1.0, INF)), ValueError, f"diag {FINITE}"),
+    ("sample_paper_prompts diag", lambda: tasks.sample_paper_prompts(KEY, 5, 4, diag=(1.0, NAN)), ValueError,
      f"diag {FINITE}"),
-    ("sparse_risk_exact A", lambda: pgd.sparse_risk_exact([NAN22], 5), ValueError,
+    ("pgd_risk A", lambda: exact.pgd_risk([NAN22], 5), ValueError,
      rf"A_list\[0\] {FINITE}"),
-    ("sparse_risk_exact Omega", lambda: pgd.sparse_risk_exact([I2], 5, None, NAN22), ValueError,
+    ("pgd_risk Omega", lambda: exact.pgd_risk([I2], 5, None, NAN22), ValueError,
      f"Omega {FINITE}"),
-    ("quadratic_min f", lambda: pgd.quadratic_min(lambda g: NAN), ValueError,
+    ("quadratic_min f", lambda: exact.quadratic_min(lambda g: NAN), ValueError,
      "f must be finite at gamma"),
-    ("gradient_stats data", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.full((3, 2), NAN)),
+    ("gradient_stats data", lambda: metrics.gradient_stats(PER_PROMPT, {}, np.full((3, 2), NAN)),
      ValueError, rf"data\[0\] {FINITE}"),
     ("expect_trace mats", lambda: wishart.expect_trace([NAN22], 3), ValueError,
      rf"mats\[0\] {FINITE}"),
@@ -560,54 +561,54 @@ NAN_INF += [
      f"Sigma {FINITE}"),
 ]  # fmt: skip
 DTYPES += [
-    ("dist_to_identity complex", lambda: pgd.dist_to_identity(I2 * 1j), ATE,
+    ("dist_to_identity complex", lambda: metrics.dist_to_identity(I2 * 1j), ATE,
      "M must be a real"),
     ("expect_trace string", lambda: wishart.expect_trace(["x"], 3), ATE,
      r"mats\[0\] must be a real"),
 ]  # fmt: skip
 KEYS += [
-    ("haar_orthogonal int", lambda: pgd.haar_orthogonal(0, 3), ATE, f"key {PASS_KEY}"),
-    ("paper_sigma int", lambda: pgd.paper_sigma(1), ATE, f"key {PASS_KEY}"),
-    ("paper_prompts int", lambda: pgd.paper_prompts(1, 5, 4), ATE, f"key {PASS_KEY}"),
+    ("haar_orthogonal int", lambda: tasks.haar_orthogonal(0, 3), ATE, f"key {PASS_KEY}"),
+    ("paper_sigma int", lambda: tasks.paper_sigma(1), ATE, f"key {PASS_KEY}"),
+    ("sample_paper_prompts int", lambda: tasks.sample_paper_prompts(1, 5, 4), ATE, f"key {PASS_KEY}"),
 ]  # fmt: skip
 CONTAINERS += [
-    ("sparse_risk_exact dict", lambda: pgd.sparse_risk_exact({"A": I2}, 5), ATE,
+    ("pgd_risk dict", lambda: exact.pgd_risk({"A": I2}, 5), ATE,
      "A_list must be a sequence"),
-    ("quadratic_min number", lambda: pgd.quadratic_min(3.0), ATE, "f must be a function"),
-    ("gradient_stats loss None", lambda: pgd.gradient_stats(None, {}, np.ones((3, 2))), ATE,
+    ("quadratic_min number", lambda: exact.quadratic_min(3.0), ATE, "f must be a function"),
+    ("gradient_stats loss None", lambda: metrics.gradient_stats(None, {}, np.ones((3, 2))), ATE,
      "per_prompt_loss must be a function"),
 ]  # fmt: skip
 SIZES += [
-    ("dist_to_identity vector", lambda: pgd.dist_to_identity(np.ones(3)), ValueError,
+    ("dist_to_identity vector", lambda: metrics.dist_to_identity(np.ones(3)), ValueError,
      r"M must have shape \(\.\.\., d, d\)"),
-    ("dist_to_identity not square", lambda: pgd.dist_to_identity(np.ones((2, 3))), ValueError,
+    ("dist_to_identity not square", lambda: metrics.dist_to_identity(np.ones((2, 3))), ValueError,
      r"M must have shape \(\.\.\., d, d\)"),
-    ("haar_orthogonal d = 0", lambda: pgd.haar_orthogonal(KEY, 0), ValueError, "d must be"),
-    ("paper_sigma empty diag", lambda: pgd.paper_sigma(KEY, ()), ValueError, "diag must have"),
-    ("paper_prompts n = 0", lambda: pgd.paper_prompts(KEY, 0, 4), ValueError, "n must be"),
-    ("paper_prompts batch = 0", lambda: pgd.paper_prompts(KEY, 5, 0), ValueError,
+    ("haar_orthogonal d = 0", lambda: tasks.haar_orthogonal(KEY, 0), ValueError, "d must be"),
+    ("paper_sigma empty diag", lambda: tasks.paper_sigma(KEY, ()), ValueError, "diag must have"),
+    ("sample_paper_prompts n = 0", lambda: tasks.sample_paper_prompts(KEY, 0, 4), ValueError, "n must be"),
+    ("sample_paper_prompts batch = 0", lambda: tasks.sample_paper_prompts(KEY, 5, 0), ValueError,
      "batch must be"),
-    ("paper_prompts draw < 0", lambda: pgd.paper_prompts(KEY, 5, 4, draw=-1), ValueError,
+    ("sample_paper_prompts draw < 0", lambda: tasks.sample_paper_prompts(KEY, 5, 4, draw=-1), ValueError,
      "draw must be an integer >= 0"),
-    ("sparse_risk_exact no layers", lambda: pgd.sparse_risk_exact([], 5), ValueError,
+    ("pgd_risk no layers", lambda: exact.pgd_risk([], 5), ValueError,
      "A_list must hold at least one"),
-    ("sparse_risk_exact mixed sizes", lambda: pgd.sparse_risk_exact([I2, np.eye(3)], 5),
+    ("pgd_risk mixed sizes", lambda: exact.pgd_risk([I2, np.eye(3)], 5),
      ValueError, r"A_list\[1\] must have shape \(\.\.\., 2, 2\)"),
-    ("sparse_risk_exact n = 0", lambda: pgd.sparse_risk_exact([I2], 0), ValueError,
+    ("pgd_risk n = 0", lambda: exact.pgd_risk([I2], 0), ValueError,
      "n must be an integer >= 1"),
-    ("sparse_risk_exact n = 2.5", lambda: pgd.sparse_risk_exact([I2], 2.5), ATE,
+    ("pgd_risk n = 2.5", lambda: exact.pgd_risk([I2], 2.5), ATE,
      "n must be an integer >= 1"),
-    ("sparse_risk_exact Sigma size", lambda: pgd.sparse_risk_exact([I2], 5, np.eye(3)),
+    ("pgd_risk Sigma size", lambda: exact.pgd_risk([I2], 5, np.eye(3)),
      ValueError, r"Sigma must be a square matrix of shape \(2, 2\)"),
-    ("gradient_stats chunk = 0", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.ones((3, 2)),
+    ("gradient_stats chunk = 0", lambda: metrics.gradient_stats(PER_PROMPT, {}, np.ones((3, 2)),
      chunk=0), ValueError, "chunk must be"),
-    ("gradient_stats no data", lambda: pgd.gradient_stats(PER_PROMPT, {}), ValueError,
+    ("gradient_stats no data", lambda: metrics.gradient_stats(PER_PROMPT, {}), ValueError,
      "data must hold at least one"),
-    ("gradient_stats one prompt", lambda: pgd.gradient_stats(PER_PROMPT, {}, np.ones((1, 2))),
+    ("gradient_stats one prompt", lambda: metrics.gradient_stats(PER_PROMPT, {}, np.ones((1, 2))),
      ValueError, "at least 2 prompts"),
-    ("optimal_scalars L = 4", lambda: pgd.optimal_scalars(4, 20, 5), ValueError,
+    ("optimal_scalars L = 4", lambda: exact.optimal_scalars(4, 20, 5), ValueError,
      "L must be at most 3"),
-    ("optimal_scalars n = 0", lambda: pgd.optimal_scalars(2, 0, 5), ValueError, "n must be"),
+    ("optimal_scalars n = 0", lambda: exact.optimal_scalars(2, 0, 5), ValueError, "n must be"),
     ("wishart_trace_moment k = 0", lambda: wishart.wishart_trace_moment(0), ValueError,
      r"k must be an integer in 1\.\.7"),
     ("wishart_trace_moment k = 8", lambda: wishart.wishart_trace_moment(8), ValueError,
@@ -618,16 +619,16 @@ SIZES += [
      ValueError, "give both n and d"),
     ("wishart_power_moments d = 0", lambda: wishart.wishart_power_moments(3, 3, 0), ValueError,
      "d must be"),
-    ("gdpp_risk_expr L = 4", lambda: pgd.gdpp_risk_expr(4, 10, 5), ValueError,
+    ("gdpp_risk_expr L = 4", lambda: exact.gdpp_risk_expr(4, 10, 5), ValueError,
      "L must be at most 3"),
-    ("gdpp_risk NaN a", lambda: pgd.gdpp_risk(2, 10, 3, [np.nan, 0.1], None), ValueError,
+    ("gdpp_risk NaN a", lambda: exact.gdpp_risk(2, 10, 3, [np.nan, 0.1], None), ValueError,
      "a must"),
-    ("gdpp_risk b short", lambda: pgd.gdpp_risk(2, 10, 3, [0.1, 0.1], [0.1]), ValueError,
+    ("gdpp_risk b short", lambda: exact.gdpp_risk(2, 10, 3, [0.1, 0.1], [0.1]), ValueError,
      "b must"),
-    ("gdpp_risk dps = 10", lambda: pgd.gdpp_risk(2, 10, 3, [0.1, 0.1], None, dps=10),
+    ("gdpp_risk dps = 10", lambda: exact.gdpp_risk(2, 10, 3, [0.1, 0.1], None, dps=10),
      ValueError, "dps must be at least 20"),
     ("gdpp_critical_points starts = 0",
-     lambda: pgd.gdpp_critical_points(2, 10, 3, jax.random.key(0), 0), ValueError,
+     lambda: exact.gdpp_critical_points(2, 10, 3, jax.random.key(0), 0), ValueError,
      "starts must be"),
     ("expect_trace n = -1", lambda: wishart.expect_trace([I2], -1), ValueError,
      "n must be an integer >= 1"),
@@ -646,15 +647,15 @@ SIZES += [
     ("lemma2_expr L = 0", lambda: SPG.lemma2_expr(2, 2, 0), ValueError, "L must be"),
 ]  # fmt: skip
 SINGULAR += [
-    ("dist_to_identity zero matrix", lambda: pgd.dist_to_identity(np.zeros((3, 2, 2))),
+    ("dist_to_identity zero matrix", lambda: metrics.dist_to_identity(np.zeros((3, 2, 2))),
      ValueError, "identically zero"),
-    ("paper_sigma zero variance", lambda: pgd.paper_sigma(KEY, (1.0, 0.0)), ValueError,
+    ("paper_sigma zero variance", lambda: tasks.paper_sigma(KEY, (1.0, 0.0)), ValueError,
      "diag must be a vector of positive numbers"),
-    ("sparse_risk_exact Sigma indefinite", lambda: pgd.sparse_risk_exact([I2], 5, -I2),
+    ("pgd_risk Sigma indefinite", lambda: exact.pgd_risk([I2], 5, -I2),
      ValueError, "Sigma must be positive semi-definite"),
-    ("sparse_risk_exact Sigma asymmetric", lambda: pgd.sparse_risk_exact(
+    ("pgd_risk Sigma asymmetric", lambda: exact.pgd_risk(
         [I2], 5, np.array([[1.0, 1.0], [0.0, 1.0]])), ValueError, "Sigma must be symmetric"),
-    ("quadratic_min concave", lambda: pgd.quadratic_min(lambda g: -(g**2)), ValueError,
+    ("quadratic_min concave", lambda: exact.quadratic_min(lambda g: -(g**2)), ValueError,
      "convex quadratic"),
 ]  # fmt: skip
 
@@ -693,9 +694,9 @@ ISSUE28 = [
      ValueError, "n must be an integer >= 1"),
     ("wishart_trace_moment sympy d = 0", lambda: wishart.wishart_trace_moment(
         2, d=sympy.Integer(0)), ValueError, "d must be an integer >= 1"),
-    ("scalar_risk_expr n = 0", lambda: pgd.scalar_risk_expr(2, 0, 3), ValueError,
+    ("scalar_risk_expr n = 0", lambda: exact.scalar_risk_expr(2, 0, 3), ValueError,
      "n must be an integer >= 1"),
-    ("scalar_risk_expr n < 0", lambda: pgd.scalar_risk_expr(2, -3, 3), ValueError,
+    ("scalar_risk_expr n < 0", lambda: exact.scalar_risk_expr(2, -3, 3), ValueError,
      "n must be an integer >= 1"),
     ("expect_trace Sigma = -I", lambda: wishart.expect_trace([I2], 3, -I2), ValueError,
      "Sigma must be positive semi-definite"),
@@ -878,8 +879,8 @@ def test_cosine_and_dist_to_identity_scale_before_squaring():
         a = s * jnp.ones(3)
         assert float(metrics.cosine(a, 2 * a)) == pytest.approx(1.0, rel=1e-6)
         M = s * jnp.array([[1.0, 3.0], [0.0, 1.0]])
-        ref = float(pgd.dist_to_identity(jnp.array([[1.0, 3.0], [0.0, 1.0]])))
-        assert float(pgd.dist_to_identity(M)) == pytest.approx(ref, rel=1e-6) and ref > 0.5
+        ref = float(metrics.dist_to_identity(jnp.array([[1.0, 3.0], [0.0, 1.0]])))
+        assert float(metrics.dist_to_identity(M)) == pytest.approx(ref, rel=1e-6) and ref > 0.5
     with jax.enable_x64(False):  # float32: |a|^2 = 3e40 overflows
         a = 1e20 * jnp.ones(3, jnp.float32)
         assert float(metrics.cosine(a, a)) == pytest.approx(1.0, rel=1e-6)
@@ -902,14 +903,14 @@ def test_exact_risk_overflow_is_inf_not_nan():
 
 def test_tuned_gd_with_a_zero_preconditioner_or_task_covariance():
     S = np.diag([1.0, 2.0])
-    t = pgd.tuned_gd(2, 5, S, P=np.zeros((2, 2)), Omega=np.eye(2))  # the loss is tr(Sigma)
+    t = exact.tuned_gd(2, 5, S, P=np.zeros((2, 2)), Omega=np.eye(2))  # the loss is tr(Sigma)
     assert np.array_equal(t.steps, [0.0, 0.0]) and t.risk == pytest.approx(3.0)
-    t = pgd.tuned_gd(2, 5, S, Omega=np.zeros((2, 2)))  # the loss is 0 for every step
+    t = exact.tuned_gd(2, 5, S, Omega=np.zeros((2, 2)))  # the loss is 0 for every step
     assert np.array_equal(t.steps, [0.0, 0.0]) and t.risk == 0.0
-    t = pgd.tuned_gd(1, 5, S, P=np.zeros((2, 2)), shared=True)
+    t = exact.tuned_gd(1, 5, S, P=np.zeros((2, 2)), shared=True)
     assert np.array_equal(t.steps, [0.0])
     # a singular P: the risk is not above P = 0's
-    t = pgd.tuned_gd(1, 5, S, P=np.diag([1.0, 0.0]), Omega=np.eye(2))
+    t = exact.tuned_gd(1, 5, S, P=np.diag([1.0, 0.0]), Omega=np.eye(2))
     assert np.all(np.isfinite(t.steps)) and t.risk < 3.0
 
 

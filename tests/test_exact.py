@@ -195,12 +195,12 @@ def test_part3_and_gd_risks_match_monte_carlo(name):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_optima_risks_match_monte_carlo(name):
     ex, tb = _ex(name), _tasks(name)
-    best = exact.best_multihead_lsa(ex)
+    best = exact.lsa_optimum(ex)
     pred = _lsa_pred(
         jax.tree_util.tree_map(jnp.asarray, best.params), tb, jnp.zeros_like(tb.y_target)
     )
     _assert_mc(best.risk, (pred - tb.y_target) ** 2, "best multi-head LSA risk")
-    lt = exact.best_linear_transformer(ex)
+    lt = exact.linear_transformer_optimum(ex)
     predl = _lt_pred(jax.tree_util.tree_map(jnp.asarray, lt.params), tb)
     _assert_mc(lt.risk, (predl - tb.y_target) ** 2, "best Part III risk")
 
@@ -277,7 +277,7 @@ def test_best_multihead_lsa_is_stationary_and_optimal(name):
     d = CONFIGS[name]["d"]
     rng = np.random.default_rng(0)
     for g, c in [(None, 0.0), (rng.normal(size=d), 0.0), (rng.normal(size=d), 0.7)]:
-        best = exact.best_multihead_lsa(ex, g, c)
+        best = exact.lsa_optimum(ex, g, c)
         p = jax.tree_util.tree_map(jnp.asarray, best.params)
         grad_fn = jax.jit(jax.grad(lambda q, g=g, c=c: exact.lsa_risk(q, ex, g, c)))
         grad = grad_fn(p)
@@ -290,13 +290,13 @@ def test_best_multihead_lsa_is_stationary_and_optimal(name):
             q = exact.lsa_params_from_M(best.M + dM)
             assert float(exact.lsa_risk(q, ex, g, c)) > best.risk
     # the guess g* of the best multi-head y_q-LSA is stationary in (M, g) jointly
-    by = exact.best_multihead_yq_lsa(ex)
+    by = exact.yq_lsa_optimum(ex)
     py = {"attn": jax.tree_util.tree_map(jnp.asarray, by.params), "w": jnp.asarray(by.y_q_guess)}
     assert (
         _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.yq_lsa_risk(q, ex)))(py))
         < 1e-8 * max(by.risk, 1.0) * 10
     )
-    assert by.risk <= exact.best_multihead_lsa(ex).risk + 1e-12
+    assert by.risk <= exact.lsa_optimum(ex).risk + 1e-12
 
 
 def test_theorem1_of_ahn_et_al_exactly():
@@ -305,14 +305,14 @@ def test_theorem1_of_ahn_et_al_exactly():
     S = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])
     for Omega, w_cov in [(None, "identity"), (np.linalg.inv(S), "inverse_sigma")]:
         ex = exact.prepare(tasks.make_prior(d, Sigma=S, Omega=Omega), n)
-        lt = exact.best_linear_transformer(ex)
+        lt = exact.linear_transformer_optimum(ex)
         A = lt.params["Q"][0, :, :d]
         np.testing.assert_allclose(
             A[:d], linear_transformer.theorem1_optimal_A(S, n, w_cov), atol=1e-10
         )
         np.testing.assert_allclose(A[d], 0.0, atol=1e-10)
         # global: equals the best multi-head LSA (a superset of every single-layer (b, A))
-        assert lt.risk == pytest.approx(exact.best_multihead_lsa(ex).risk, rel=1e-10)
+        assert lt.risk == pytest.approx(exact.lsa_optimum(ex).risk, rel=1e-10)
         p = jax.tree_util.tree_map(jnp.asarray, lt.params)
         assert (
             _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.linear_transformer_risk(q, ex)))(p))
@@ -333,24 +333,24 @@ def test_yq_lsa_gd_point_is_exactly_stationary_at_finite_C():
         p = {"attn": lsa.gd_weights(mu, eta), "w": jnp.asarray(mu)}
         assert float(exact.yq_lsa_risk(p, ex)) == pytest.approx(r_gd, rel=1e-12)
         assert _gnorm(jax.jit(jax.grad(lambda q, ex=ex: exact.yq_lsa_risk(q, ex)))(p)) < 1e-10
-        assert exact.best_multihead_yq_lsa(ex).risk == pytest.approx(r_gd, rel=1e-10)
+        assert exact.yq_lsa_optimum(ex).risk == pytest.approx(r_gd, rel=1e-10)
         # y_q = 0 multi-head LSA: gap 2 ||w*||^2 / (d C + 2) above one GD step (found exactly here)
-        gap = exact.best_multihead_lsa(ex).risk - r_gd
+        gap = exact.lsa_optimum(ex).risk - r_gd
         assert gap == pytest.approx(2 * w2 / (d * C + 2), rel=1e-9)
 
 
 def test_lbfgs_optima_have_zero_gradient():
     ex = _ex("partI")
-    y = exact.best_yq_lsa(ex, steps=150, restarts=1, key=jax.random.key(0))  # 2 starts
+    y = exact.yq_lsa_search(ex, steps=150, restarts=1, key=jax.random.key(0))  # 2 starts
     assert y.grad_norm < 1e-7
     assert y.risk <= exact.gd_optimal(ex)[1] + 1e-10
-    assert y.risk >= exact.best_multihead_yq_lsa(ex).risk - 1e-10
+    assert y.risk >= exact.yq_lsa_optimum(ex).risk - 1e-10
     r = float(exact.yq_lsa_risk(jax.tree_util.tree_map(jnp.asarray, y.params), ex))
     assert r == pytest.approx(y.risk, rel=1e-10)
-    h1 = exact.best_lsa(ex, 1, restarts=1, steps=150, key=jax.random.key(1), method="lbfgs")
+    h1 = exact.lsa_search(ex, 1, restarts=1, steps=150, key=jax.random.key(1), method="lbfgs")
     assert h1.method == "lbfgs"
     assert h1.grad_norm < 1e-6
-    assert h1.risk >= exact.best_multihead_lsa(ex).risk - 1e-10
+    assert h1.risk >= exact.lsa_optimum(ex).risk - 1e-10
     assert float(
         exact.lsa_risk(jax.tree_util.tree_map(jnp.asarray, h1.params), ex)
     ) == pytest.approx(h1.risk, rel=1e-10)
@@ -398,7 +398,7 @@ def test_training_on_exact_risk_and_float32_accuracy():
     # the sum-of-squares form keeps float32 risks accurate near an optimum (w*||^2 = 40, d = C = 10)
     prior = tasks.make_prior(10, mu=2 * jnp.ones(10))
     ex10 = exact.prepare(prior, 10)
-    best = exact.best_multihead_lsa(ex10)
+    best = exact.lsa_optimum(ex10)
     with jax.enable_x64(False):
         p32 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float32), best.params)
         r32 = exact.lsa_risk(p32, ex10)
@@ -430,7 +430,7 @@ def test_bad_inputs_raise_value_errors():
     with pytest.raises(ValueError, match="n_mc"):
         exact.bayes_risk(_prior("d3C5"), 3, n_mc=1)
     with pytest.raises(ValueError, match="H must be"):
-        exact.best_lsa(ex, 0)
+        exact.lsa_search(ex, 0)
     with pytest.raises(ValueError, match=r"M must have shape \(D, D, D\)"):
         exact.lsa_params_from_M(jnp.zeros((2, 3, 3)))
     with pytest.raises(ValueError, match="eta must be a scalar"):
@@ -465,10 +465,10 @@ def test_exact_quantities_keep_their_accuracy_as_the_prior_mean_grows(s2):
     assert rel(exact.risk64(exact.lsa_risk, zero, ex), d + mu @ mu) < 1e-10
     # the best multi-head LSA and its closed form; the best y_q-LSA bound is one GD step
     cf = exact.multihead_lsa_closed_form(d, C, mu)
-    best = exact.best_multihead_lsa(ex)
+    best = exact.lsa_optimum(ex)
     assert rel(best.risk, cf.risk) < 1e-10
     assert rel(exact.risk64(exact.lsa_risk, best.params, ex), cf.risk) < 1e-10
-    assert rel(exact.best_multihead_yq_lsa(ex).risk, risk_cf) < 1e-10
+    assert rel(exact.yq_lsa_optimum(ex).risk, risk_cf) < 1e-10
     # the GD point is stationary for y_q-LSA at eta*; the gradient in A_DD multiplies
     # G_yy ~ ||w*||^2, so its rounding is relative to that scale (before: of order 1 at 1e8)
     assert exact.yq_lsa_gd_point_grad(ex, eta_cf).norm() < 1e-11 * (1 + mu @ mu)

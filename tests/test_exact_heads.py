@@ -40,7 +40,7 @@ def test_closed_form_equals_least_squares_optimum(d, C):
     g = rng.normal(size=d)
     for gg, c in [(None, 0.0), (g, 0.0), (None, 0.7), (g, -1.3)]:
         cf = exact.multihead_lsa_closed_form(d, C, mu, gg, c)
-        best = exact.best_multihead_lsa(ex, gg, c)
+        best = exact.lsa_optimum(ex, gg, c)
         assert cf.kappa == C / (C * d + 2) and cf.eta == C / (C + d + 1)
         np.testing.assert_allclose(cf.M, best.M, rtol=0, atol=1e-11 * np.abs(best.M).max())
         assert cf.risk == pytest.approx(best.risk, rel=1e-11)
@@ -57,7 +57,7 @@ def test_fold_gives_the_same_model_with_d_heads():
     E = tasks.embed(tb, tb.x_q @ jnp.asarray(np.linspace(-1, 1, d)) + 0.5)
     rng = np.random.default_rng(0)
     for g, c in [(None, 0.0), (None, 1.0), (rng.normal(size=d), 0.5)]:
-        floor = exact.best_multihead_lsa(ex, g, c)
+        floor = exact.lsa_optimum(ex, g, c)
         folded = exact.fold_last_row(floor.M)
         assert np.all(folded[d] == 0.0)
         p_d = exact.heads_from_M(folded, d)
@@ -94,22 +94,22 @@ def test_stack_rank():
     b = rng.normal(size=(2, D))
     A = rng.normal(size=(2, D, D))
     assert exact.stack_rank(np.einsum("hm,hni->mni", b, A)) == 2
-    floor = exact.best_multihead_lsa(ex)
+    floor = exact.lsa_optimum(ex)
     assert exact.stack_rank(floor.M) == D
     assert exact.stack_rank(exact.fold_last_row(floor.M)) == d
 
 
-# ------------------------------------------------------------------------------ best_lsa
+# ------------------------------------------------------------------------------ lsa_search
 def test_best_lsa_part1_subspace_beats_lbfgs_and_reaches_the_floor_at_d():
     """d = 3, C = 10, w* = (2, 2, 2), y_q = 0 (the theory chapter's setting)."""
     d, C = 3, 10
     D = d + 1
     ex, _ = _part1(d, C, 2.0 * np.ones(d))
-    floor = exact.best_multihead_lsa(ex).risk
+    floor = exact.lsa_optimum(ex).risk
     risks = {}
     for H in range(1, d):
-        sub = exact.best_lsa(ex, H, restarts=2, steps=300, key=jax.random.key(H))
-        old = exact.best_lsa(ex, H, restarts=2, steps=200, key=jax.random.key(H), method="lbfgs")
+        sub = exact.lsa_search(ex, H, restarts=2, steps=300, key=jax.random.key(H))
+        old = exact.lsa_search(ex, H, restarts=2, steps=200, key=jax.random.key(H), method="lbfgs")
         assert sub.method == "subspace" and old.method == "lbfgs"
         assert sub.params["WQ"].shape == (H, D, D) and sub.reduced["b"].shape == (H, D)
         assert sub.risk <= old.risk + 1e-9 * old.risk  # at least as good as L-BFGS on the weights
@@ -122,12 +122,12 @@ def test_best_lsa_part1_subspace_beats_lbfgs_and_reaches_the_floor_at_d():
         risks[H] = sub.risk
     assert risks[1] > risks[2]
     for H, how in [(d, "fold"), (d + 1, "construction"), (d + 3, "construction")]:
-        r = exact.best_lsa(ex, H)
+        r = exact.lsa_search(ex, H)
         assert r.method == how and r.params["WQ"].shape == (H, D, D)
         assert r.risk == pytest.approx(floor, rel=1e-11)
         assert float(exact.lsa_risk(r.params, ex)) == pytest.approx(floor, rel=1e-11)
     # the subspace search alone also reaches the floor at H = d (the fold's subspace is a start)
-    s = exact.best_lsa(ex, d, restarts=1, method="subspace")
+    s = exact.lsa_search(ex, d, restarts=1, method="subspace")
     assert s.method == "subspace" and s.risk == pytest.approx(floor, rel=1e-9)
 
 
@@ -138,10 +138,10 @@ def test_best_lsa_subspace_general_prior(c):
     ex = _general()
     d = 3
     g = np.array([0.5, -1.0, 0.2])
-    floor = exact.best_multihead_lsa(ex, g, c).risk
+    floor = exact.lsa_optimum(ex, g, c).risk
     for H in (1, 2):
         key = jax.random.key(H)
-        sub = exact.best_lsa(ex, H, restarts=2, steps=300, y_q_guess=g, y_q_bias=c, key=key)
+        sub = exact.lsa_search(ex, H, restarts=2, steps=300, y_q_guess=g, y_q_bias=c, key=key)
         assert sub.method == "subspace"
         assert sub.risks.min() == pytest.approx(sub.risk, rel=1e-9)
         assert float(exact.lsa_risk(sub.params, ex, g, c)) == pytest.approx(sub.risk, rel=1e-12)
@@ -149,11 +149,11 @@ def test_best_lsa_subspace_general_prior(c):
         assert sub.grad_norm < 1e-6 * max(1.0, sub.risk)
         # never worse than L-BFGS on the weights: its local minima seed the subspace search
         key_w = jax.random.split(key)[1]
-        old = exact.best_lsa(
+        old = exact.lsa_search(
             ex, H, restarts=2, steps=300, y_q_guess=g, y_q_bias=c, key=key_w, method="lbfgs"
         )
         assert sub.risk <= old.risk + 1e-9 * old.risk
-    r = exact.best_lsa(ex, d, restarts=2, y_q_guess=g, y_q_bias=c)
+    r = exact.lsa_search(ex, d, restarts=2, y_q_guess=g, y_q_bias=c)
     assert r.method in ("fold", "subspace") and r.risk >= floor * (1 - 1e-12)
     assert float(exact.lsa_risk(r.params, ex, g, c)) == pytest.approx(r.risk, rel=1e-12)
 
@@ -161,20 +161,20 @@ def test_best_lsa_subspace_general_prior(c):
 def test_best_lsa_bad_input():
     ex, _ = _part1(2, 3, np.ones(2))
     with pytest.raises(ValueError, match="method must be"):
-        exact.best_lsa(ex, 1, method="adam")
+        exact.lsa_search(ex, 1, method="adam")
     with pytest.raises(ValueError, match="needs H <= d"):
-        exact.best_lsa(ex, 3, method="subspace")
+        exact.lsa_search(ex, 3, method="subspace")
     with pytest.raises(ValueError, match="restarts must be >= 1"):
-        exact.best_lsa(ex, 1, restarts=0)
+        exact.lsa_search(ex, 1, restarts=0)
     with pytest.raises(ValueError, match=r"y_q_guess must have shape \(2,\)"):
-        exact.best_lsa(ex, 1, y_q_guess=np.ones(3))
+        exact.lsa_search(ex, 1, y_q_guess=np.ones(3))
 
 
 # ------------------------------------------------------------------------------ risk64
 def test_risk64_evaluates_in_float64():
     d, C = 4, 6
     ex, mu = _part1(d, C, np.ones(4))
-    best = exact.best_multihead_lsa(ex)
+    best = exact.lsa_optimum(ex)
     g = np.linspace(-1, 1, d)
     with jax.enable_x64(False):
         p32 = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float32), best.params)

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from iclgd import baselines, exact
 from iclgd.models import linear_transformer as lt
 from iclgd.tasks import TaskBatch, embed, embed_zero_query
 
@@ -62,7 +63,7 @@ def test_lemma2_sparse_transformer_is_preconditioned_gd(k):
     A = _rand_A(k, k, t.X.shape[-1], symmetric=True)
     Z0 = embed_zero_query(t)
     pred_tf = lt.sparse_predict({"A": A}, Z0)
-    pred_gd = lt.preconditioned_gd(t.X, t.y, t.x_q, A)
+    pred_gd = baselines.preconditioned_gd(t.X, t.y, t.x_q, A)
     _close(pred_tf, pred_gd)
     assert float(jnp.abs(pred_gd).max()) > 1e-2  # not a trivial 0 == 0
 
@@ -72,7 +73,7 @@ def test_lemma2_after_every_layer():
     t = _tasks(4)
     A = _rand_A(4, 3, t.X.shape[-1], symmetric=True)
     Z0 = embed_zero_query(t)
-    ws = lt.preconditioned_gd_iterates(t.X, t.y, A)
+    ws = baselines.preconditioned_gd_iterates(t.X, t.y, A)
     assert ws.shape == (4,) + t.x_q.shape
     np.testing.assert_array_equal(np.asarray(ws[0]), 0.0)
     for l in range(1, 4):
@@ -86,8 +87,8 @@ def test_lemma2_nonsymmetric_A_takes_the_transposed_step(k):
     t = _tasks(10 + k)
     A = _rand_A(10 + k, k, t.X.shape[-1], symmetric=False)
     pred_tf = lt.sparse_predict({"A": A}, embed_zero_query(t))
-    _close(pred_tf, lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.swapaxes(A, 1, 2)))
-    assert float(jnp.abs(pred_tf - lt.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
+    _close(pred_tf, baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.swapaxes(A, 1, 2)))
+    assert float(jnp.abs(pred_tf - baselines.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
 
 
 def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
@@ -100,7 +101,7 @@ def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
     for _ in range(2):
         w = w - gamma * np.einsum("bni,bn->bi", X, np.einsum("bni,bi->bn", X, w) - y) / n
     A = [-gamma * jnp.eye(d)] * 2  # a sequence is accepted too
-    _close(lt.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q)))
+    _close(baselines.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q)))
 
 
 # ----------------------------------------------------------------------- full model vs sparse forms
@@ -129,9 +130,9 @@ def test_gd_plus_plus_transformer_equals_algorithm(k):
     Z0 = embed_zero_query(t)
     pred_sparse = lt.sparse_predict(sp, Z0)
     _close(pred_sparse, lt.linear_transformer_predict(lt.sparse_to_full(sp), Z0))
-    _close(pred_sparse, lt.gd_plus_plus(t.X, t.y, t.x_q, A, Bm))
+    _close(pred_sparse, baselines.gd_plus_plus(t.X, t.y, t.x_q, A, Bm))
     if k >= 2:  # B_0 matters from the second layer on: GD++ differs from plain PGD
-        assert float(jnp.abs(pred_sparse - lt.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
+        assert float(jnp.abs(pred_sparse - baselines.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
 
 
 def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
@@ -139,8 +140,8 @@ def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
     d = t.X.shape[-1]
     A = _rand_A(40, 3, d, symmetric=True)
     _close(
-        lt.gd_plus_plus(t.X, t.y, t.x_q, A, jnp.zeros_like(A)),
-        lt.preconditioned_gd(t.X, t.y, t.x_q, A),
+        baselines.gd_plus_plus(t.X, t.y, t.x_q, A, jnp.zeros_like(A)),
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, A),
     )
 
 
@@ -178,9 +179,9 @@ def test_output_shapes(B, d, n, L):
     sp = {"A": spB["A"]}
     assert lt.sparse_predict(sp, Z0).shape == (B,)
     assert lt.sparse_predict(spB, Z0).shape == (B,)
-    assert lt.preconditioned_gd(t.X, t.y, t.x_q, sp["A"]).shape == (B,)
-    assert lt.preconditioned_gd_iterates(t.X, t.y, sp["A"]).shape == (L + 1, B, d)
-    assert lt.gd_plus_plus(t.X, t.y, t.x_q, spB["A"], spB["B"]).shape == (B,)
+    assert baselines.preconditioned_gd(t.X, t.y, t.x_q, sp["A"]).shape == (B,)
+    assert baselines.preconditioned_gd_iterates(t.X, t.y, sp["A"]).shape == (L + 1, B, d)
+    assert baselines.gd_plus_plus(t.X, t.y, t.x_q, spB["A"], spB["B"]).shape == (B,)
 
 
 def test_init_sparse_symmetry_and_scale():
@@ -215,9 +216,9 @@ def test_grad_through_full_model():
 def test_theorem1_isotropic_matches_paper_special_case():
     """Eq. 8 at Sigma = I equals the paper's isotropic display -1/((n-1)/n + (d+2)/n) I."""
     d, n = 3, 7
-    A = lt.theorem1_optimal_A(np.eye(d), n)
+    A = exact.theorem1_optimal_A(np.eye(d), n)
     _close(A, -1.0 / ((n - 1) / n + (d + 2) / n) * np.eye(d))
-    _close(lt.theorem1_optimal_A(np.eye(d), n, w_cov="inverse_sigma"), A)
+    _close(exact.theorem1_optimal_A(np.eye(d), n, w_cov="inverse_sigma"), A)
 
 
 def test_theorem1_rotation_and_inverse_sigma():
@@ -226,9 +227,9 @@ def test_theorem1_rotation_and_inverse_sigma():
     U = np.linalg.qr(np.random.default_rng(0).normal(size=(d, d)))[0]
     Sigma = U @ np.diag(lam) @ U.T
     want = -U @ np.diag(1.0 / ((n + 1) / n * lam + lam.sum() / n)) @ U.T
-    _close(lt.theorem1_optimal_A(Sigma, n), want)
+    _close(exact.theorem1_optimal_A(Sigma, n), want)
     _close(
-        lt.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"),
+        exact.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"),
         -n / (n + d + 1) * np.linalg.inv(Sigma),
     )
 
@@ -296,19 +297,19 @@ def test_bad_A_list_and_regression_inputs():
     with pytest.raises(
         ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(1, 2, 3\)"
     ):
-        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((1, 2, 3)))
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((1, 2, 3)))
     with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(2, 2\)"):
-        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((2, 2)))
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((2, 2)))
     with pytest.raises(ValueError, match=r"L must be an integer >= 1: A_list holds no matrices"):
-        lt.preconditioned_gd(t.X, t.y, t.x_q, [])
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, [])
     with pytest.raises(ValueError, match=r"B_list must have shape \(2, 2, 2\) like A_list"):
-        lt.gd_plus_plus(t.X, t.y, t.x_q, jnp.zeros((2, 2, 2)), jnp.zeros((3, 2, 2)))
+        baselines.gd_plus_plus(t.X, t.y, t.x_q, jnp.zeros((2, 2, 2)), jnp.zeros((3, 2, 2)))
     with pytest.raises(ValueError, match=r"y must have shape \(2, 3\)"):
-        lt.preconditioned_gd(t.X, t.y[:, :2], t.x_q, jnp.zeros((1, 2, 2)))
+        baselines.preconditioned_gd(t.X, t.y[:, :2], t.x_q, jnp.zeros((1, 2, 2)))
     with pytest.raises(ValueError, match=r"x_q must have shape \(2, 2\)"):
-        lt.gd_plus_plus(t.X, t.y, t.x_q[:1], jnp.zeros((1, 2, 2)), jnp.zeros((1, 2, 2)))
+        baselines.gd_plus_plus(t.X, t.y, t.x_q[:1], jnp.zeros((1, 2, 2)), jnp.zeros((1, 2, 2)))
     with pytest.raises(ValueError, match=r"X must have shape \(B, n, d\)"):
-        lt.preconditioned_gd_iterates(t.X[0], t.y, jnp.zeros((1, 2, 2)))
+        baselines.preconditioned_gd_iterates(t.X[0], t.y, jnp.zeros((1, 2, 2)))
 
 
 def test_non_finite_inputs():
@@ -321,9 +322,9 @@ def test_non_finite_inputs():
             {"P": params["P"], "Q": params["Q"].at[0, 0, 0].set(jnp.inf)}, Z0
         )
     with pytest.raises(ValueError, match=r"A_list must contain only finite values"):
-        lt.preconditioned_gd(t.X, t.y, t.x_q, jnp.full((1, 2, 2), jnp.nan))
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.full((1, 2, 2), jnp.nan))
     with pytest.raises(ValueError, match=r"y must contain only finite values"):
-        lt.preconditioned_gd(t.X, t.y.at[0, 0].set(jnp.inf), t.x_q, jnp.zeros((1, 2, 2)))
+        baselines.preconditioned_gd(t.X, t.y.at[0, 0].set(jnp.inf), t.x_q, jnp.zeros((1, 2, 2)))
 
 
 def test_bad_key_and_init_args():
@@ -342,10 +343,10 @@ def test_bad_key_and_init_args():
 
 def test_bad_theorem1_args():
     with pytest.raises(ValueError, match=r"Sigma must be positive definite"):
-        lt.theorem1_optimal_A(np.diag([1.0, 0.0]), 5)
+        exact.theorem1_optimal_A(np.diag([1.0, 0.0]), 5)
     with pytest.raises(ValueError, match=r"Sigma must be a square matrix"):
-        lt.theorem1_optimal_A(np.ones((2, 3)), 5)
+        exact.theorem1_optimal_A(np.ones((2, 3)), 5)
     with pytest.raises(ValueError, match=r"n must be an integer >= 1"):
-        lt.theorem1_optimal_A(np.eye(2), 0)
+        exact.theorem1_optimal_A(np.eye(2), 0)
     with pytest.raises(ValueError, match=r"w_cov must be 'identity' or 'inverse_sigma'"):
-        lt.theorem1_optimal_A(np.eye(2), 5, w_cov="sigma")
+        exact.theorem1_optimal_A(np.eye(2), 5, w_cov="sigma")

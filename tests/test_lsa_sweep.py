@@ -1,4 +1,4 @@
-"""Tests of iclgd.lsa_sweep: Part I's configurations trained together on one stream of prompts."""
+"""Tests of iclgd.training.lsa_sweep: Part I's configurations trained together on one stream of prompts."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd.lsa_sweep import LSASweep, SweepConfig, along_ones
+from iclgd.training.lsa_sweep import LSASweep, SweepConfig, along_ones
 
 d, C, batch = 3, 5, 256
 CONFIGS = [

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import representation as R
-from iclgd.models import linear_transformer as lt
+from iclgd import baselines, tasks
 from iclgd.models import lsa as lsa_mod
 from iclgd.models import softmax as sm
 from iclgd.models import transformer as tr
@@ -18,12 +17,12 @@ TASKS = iclgd.sample_tasks(jax.random.key(0), iclgd.make_prior(D, mu=jnp.ones(D)
 
 
 def _spec():
-    return R.make_representation_spec(jax.random.key(1), K=8, d=4, m=3, N=4, tau=0.1)
+    return tasks.make_representation_spec(jax.random.key(1), K=8, d=4, m=3, N=4, tau=0.1)
 
 
 def test_every_factory_has_the_same_verbs():
     spec = _spec()
-    rb = R.sample_representation_tasks(jax.random.key(2), spec, B)
+    rb = tasks.sample_representation_tasks(jax.random.key(2), spec, B)
     cases = [
         (iclgd.models.lsa_model(D, H=2), TASKS, (B,)),
         (iclgd.models.yq_lsa_model(D), TASKS, (B,)),
@@ -65,12 +64,12 @@ def test_factories_compute_the_family_functions():
     pa = pgd.init(jax.random.key(1))
     np.testing.assert_allclose(
         pgd.predict(pa, TASKS),
-        lt.preconditioned_gd(TASKS.X, TASKS.y, TASKS.x_q, pa["A"]),
+        baselines.preconditioned_gd(TASKS.X, TASKS.y, TASKS.x_q, pa["A"]),
         rtol=1e-4,
         atol=1e-5,
     )
     spec = _spec()
-    rb = R.sample_representation_tasks(jax.random.key(2), spec, B)
+    rb = tasks.sample_representation_tasks(jax.random.key(2), spec, B)
     sa = iclgd.models.softmax_attention_model(spec, H=3)
     ps = sa.init(jax.random.key(4))
     np.testing.assert_allclose(sa.predict(ps, rb), sm.softmax_predict(ps, spec, rb.y))

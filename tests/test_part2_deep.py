@@ -7,19 +7,17 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import representation as R
-from iclgd.models import softmax as S
-from iclgd.models import transformer as TR
+from iclgd import baselines, exact, metrics, tasks, training
 
 
 @pytest.fixture(scope="module")
 def spec():
-    return R.make_representation_spec(jax.random.PRNGKey(0), K=10, d=4, m=3, N=4, tau=0.3)
+    return tasks.make_representation_spec(jax.random.PRNGKey(0), K=10, d=4, m=3, N=4, tau=0.3)
 
 
 @pytest.fixture(scope="module")
 def sets(spec):
-    return TR.inference_sets(jax.random.PRNGKey(1), spec, 4000)
+    return metrics.inference_sets(jax.random.PRNGKey(1), spec, 4000)
 
 
 def _copy(params, batch):  # the copy baseline: prompt labels, then 0
@@ -30,22 +28,22 @@ def test_sampled_loss_matches_the_exact_population_loss(spec):
     model = iclgd.models.softmax_attention_model(spec, H=3)
     p = model.init(jax.random.PRNGKey(2))
     p = {"Q": p["Q"], "w": 0.3 * jax.random.normal(jax.random.PRNGKey(3), p["w"].shape)}
-    loss = TR.sampled_population_loss(model, 2000)
+    loss = training.sampled_population_loss(model, 2000)
     mean, se = iclgd.evaluate(loss, p, jax.random.PRNGKey(4), n_batches=40, args=(spec,))
-    exact = float(S.population_loss(p, spec))
-    assert abs(mean - exact) < 4 * se
+    exact_val = float(exact.softmax_risk(p, spec))
+    assert abs(mean - exact_val) < 4 * se
     # the same Model's predict function works too, and the key matters
-    loss2 = TR.sampled_population_loss(model.predict, 8)
+    loss2 = training.sampled_population_loss(model.predict, 8)
     a, b = (float(loss2(p, jax.random.PRNGKey(i), spec)) for i in (5, 6))
     assert a != b
 
 
 def test_copy_prompt_loss_is_exact(spec):
-    loss = TR.sampled_population_loss(_copy, 4000)
+    loss = training.sampled_population_loss(_copy, 4000)
     mean, se = iclgd.evaluate(loss, None, jax.random.PRNGKey(7), n_batches=40, args=(spec,))
-    exact = TR.copy_prompt_loss(spec)
-    assert abs(mean - exact) < 4 * se
-    assert float(R.optimal_loss(spec)) < exact  # ridge beats copying
+    exact_val = exact.copy_prompt_loss(spec)
+    assert abs(mean - exact_val) < 4 * se
+    assert float(exact.optimal_loss(spec)) < exact_val  # ridge beats copying
 
 
 def test_inference_sets_and_metrics(spec, sets):
@@ -54,12 +52,12 @@ def test_inference_sets_and_metrics(spec, sets):
     assert abs(lam_in.mean()) < 0.1 and abs(lam_in.std() - 1) < 0.05
     assert abs(lam_ood.mean() - 1) < 0.1 and abs(lam_ood.std() - 2) < 0.1
     for s in sets.values():
-        np.testing.assert_allclose(s.target, R.y_star(spec, s.batch.y), rtol=1e-6)
+        np.testing.assert_allclose(s.target, baselines.y_star(spec, s.batch.y), rtol=1e-6)
     # y_star scores 0; the copy baseline scores what copy_prompt_gap says
-    metrics = TR.inference_metrics(lambda p, b: R.y_star(spec, b.y), sets)
-    assert all(float(x) < 1e-10 for x in metrics(None).values())
-    got = jax.jit(TR.inference_metrics(_copy, sets))(None)
-    gap = TR.copy_prompt_gap(sets)
+    metrics_fn = metrics.inference_metrics(lambda p, b: baselines.y_star(spec, b.y), sets)
+    assert all(float(x) < 1e-10 for x in metrics_fn(None).values())
+    got = jax.jit(metrics.inference_metrics(_copy, sets))(None)
+    gap = metrics.copy_prompt_gap(sets)
     for name in sets:
         assert float(got[name]) == pytest.approx(gap[name], rel=1e-5)
     assert gap["ood"] > gap["in"] > 0
@@ -67,16 +65,16 @@ def test_inference_sets_and_metrics(spec, sets):
 
 def test_transformer_trains_on_the_sampled_loss(spec):
     model = iclgd.models.transformer_model(spec, d_model=8, H=2, d_ff=8, L=1)
-    sets = TR.inference_sets(jax.random.PRNGKey(1), spec, 20)
+    sets = metrics.inference_sets(jax.random.PRNGKey(1), spec, 20)
     res = iclgd.train(
-        TR.sampled_population_loss(model, 16),
+        training.sampled_population_loss(model, 16),
         model.init(jax.random.PRNGKey(0)),
         jax.random.PRNGKey(1),
         steps=40,
         learning_rate=1e-2,
         args=(spec,),
         record_every=20,
-        metrics=TR.inference_metrics(model, sets),
+        metrics=metrics.inference_metrics(model, sets),
     )
     assert not res.diverged and res.history.metrics["in"].shape == (3,)
     assert res.losses[-10:].mean() < res.losses[:10].mean()
@@ -84,21 +82,21 @@ def test_transformer_trains_on_the_sampled_loss(spec):
 
 def test_bad_input(spec, sets):
     with pytest.raises(ValueError, match="batch"):
-        TR.sampled_population_loss(_copy, 0)
+        training.sampled_population_loss(_copy, 0)
     with pytest.raises(TypeError, match="model"):
-        TR.sampled_population_loss(3, 8)
+        training.sampled_population_loss(3, 8)
     with pytest.raises(TypeError, match="sets"):
-        TR.inference_metrics(_copy, [sets["in"]])
+        metrics.inference_metrics(_copy, [sets["in"]])
     with pytest.raises(TypeError, match="sets"):
-        TR.copy_prompt_gap({})
+        metrics.copy_prompt_gap({})
     with pytest.raises(TypeError, match=r"sets\['in'\]"):
-        TR.copy_prompt_gap({"in": (1, 2)})
+        metrics.copy_prompt_gap({"in": (1, 2)})
     with pytest.raises(ValueError, match="n"):
-        TR.inference_sets(jax.random.PRNGKey(0), spec, 0)
+        metrics.inference_sets(jax.random.PRNGKey(0), spec, 0)
     with pytest.raises(TypeError, match="key"):
-        TR.inference_sets(0, spec)
+        metrics.inference_sets(0, spec)
     with pytest.raises(TypeError, match="spec"):
-        TR.copy_prompt_loss({"K": 3})
+        exact.copy_prompt_loss({"K": 3})
 
 
 def test_figures():

@@ -1,5 +1,5 @@
 """Part II chapter 'Inference': ridge matrices, exact expected gaps (Fig. 2-3) and Theorem 2's
-penalty derived in sympy (iclgd.representation, iclgd.symbolic.representation, iclgd.plot)."""
+penalty derived in sympy (iclgd.tasks.representation, iclgd.symbolic.representation, iclgd.plot)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,86 +7,85 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from iclgd import representation as R
-from iclgd.models import softmax as S
+from iclgd import baselines, exact, tasks
 from iclgd.symbolic import representation as SR
 
 
 def _spec(N, m=3, K=10, tau=0.3, seed=0):
-    return R.make_representation_spec(jax.random.PRNGKey(seed), K=K, d=4, m=m, N=N, tau=tau)
+    return tasks.make_representation_spec(jax.random.PRNGKey(seed), K=K, d=4, m=m, N=N, tau=tau)
 
 
 def test_ridge_matrix_is_A_and_y_best():
     with jax.enable_x64(True):
         for N in (2, 3, 5):  # N < m, N = m, N > m
             spec = _spec(N)
-            A = R.ridge_matrix(spec, spec.m * 0.3 / N)
-            assert np.allclose(A, R.limit_matrix(spec), atol=1e-12)  # eq. 66
-            y = R.sample_representation_tasks(jax.random.PRNGKey(1), spec, 7).y
-            assert np.allclose(y @ R.ridge_matrix(spec, 0.3), R.y_best(spec, y), atol=1e-12)
-            assert np.allclose(y @ A, R.y_star(spec, y), atol=1e-12)
+            A = exact.ridge_matrix(spec, spec.m * 0.3 / N)
+            assert np.allclose(A, exact.limit_matrix(spec), atol=1e-12)  # eq. 66
+            y = tasks.sample_representation_tasks(jax.random.PRNGKey(1), spec, 7).y
+            assert np.allclose(y @ exact.ridge_matrix(spec, 0.3), baselines.y_best(spec, y), atol=1e-12)
+            assert np.allclose(y @ A, baselines.y_star(spec, y), atol=1e-12)
         with pytest.raises(ValueError, match="reg"):
-            R.ridge_matrix(spec, 0.0)
+            exact.ridge_matrix(spec, 0.0)
         with pytest.raises(ValueError, match="reg"):
-            R.ridge_matrix(spec, float("nan"))
+            exact.ridge_matrix(spec, float("nan"))
 
 
 def test_label_moment_and_prediction_gap_against_monte_carlo():
     with jax.enable_x64(True):
         spec = _spec(4)
-        M = R.label_moment(spec)
+        M = exact.label_moment(spec)
         Z = np.asarray(spec.Z)
         assert np.allclose(M, Z.T @ Z + 3 * 0.3 * np.eye(4))  # Z_bar^2 under Assumption 1
-        A = R.limit_matrix(spec)
+        A = exact.limit_matrix(spec)
         A1 = A + 0.3 * jax.random.normal(jax.random.PRNGKey(2), A.shape)
         for mean, std in ((None, None), (1.0, 2.0)):
-            b = R.sample_representation_tasks(
+            b = tasks.sample_representation_tasks(
                 jax.random.PRNGKey(3), spec, 200_000, lam_mean=mean, lam_std=std
             )
             per = np.sum(np.asarray(b.y @ (A1 - A)) ** 2, axis=1) / spec.K
-            exact = float(R.prediction_gap(A1, A, spec, lam_mean=mean, lam_std=std))
-            assert abs(per.mean() - exact) < 4 * per.std() / np.sqrt(per.size)
+            exact_val = float(exact.prediction_gap(A1, A, spec, lam_mean=mean, lam_std=std))
+            assert abs(per.mean() - exact_val) < 4 * per.std() / np.sqrt(per.size)
             Mc = np.asarray(b.y).T @ np.asarray(b.y) / b.y.shape[0]
-            Me = np.asarray(R.label_moment(spec, lam_mean=mean, lam_std=std))
+            Me = np.asarray(exact.label_moment(spec, lam_mean=mean, lam_std=std))
             assert np.allclose(Mc, Me, rtol=0.05, atol=0.05 * np.abs(Me).max())
         # Lemma 5: in domain the gap to A is twice the excess loss
-        excess = float(S.population_loss_from_A(A1, spec) - R.optimal_loss(spec))
-        assert float(R.prediction_gap(A1, A, spec)) == pytest.approx(2 * excess, rel=1e-10)
+        excess = float(exact.softmax_risk_from_A(A1, spec) - exact.optimal_loss(spec))
+        assert float(exact.prediction_gap(A1, A, spec)) == pytest.approx(2 * excess, rel=1e-10)
         with pytest.raises(ValueError, match="A2"):
-            R.prediction_gap(A1, A[:, :-1], spec)
+            exact.prediction_gap(A1, A[:, :-1], spec)
         with pytest.raises(ValueError, match="lam_mean"):
-            R.prediction_gap(A1, A, spec, lam_mean=np.ones(5))
+            exact.prediction_gap(A1, A, spec, lam_mean=np.ones(5))
         with pytest.raises(ValueError, match="A1"):
-            R.prediction_gap(A1.at[0, 0].set(np.nan), A, spec)
+            exact.prediction_gap(A1.at[0, 0].set(np.nan), A, spec)
 
 
 def test_ridge_gap_sweep_matches_the_matrices():
     with jax.enable_x64(True):
         Ns = [2, 3, 4, 6, 8]
-        sweep = np.asarray(R.ridge_gap_sweep(_spec(2, m=4).Z_hat, Ns, 0.3))
+        sweep = np.asarray(exact.ridge_gap_sweep(_spec(2, m=4).Z_hat, Ns, 0.3))
         for N, g in zip(Ns, sweep, strict=True):
             spec = _spec(N, m=4)  # same key: same dictionary, prompt = first N tokens
             direct = float(
-                R.prediction_gap(R.limit_matrix(spec), R.ridge_matrix(spec, spec.tau), spec)
+                exact.prediction_gap(exact.limit_matrix(spec), exact.ridge_matrix(spec, spec.tau), spec)
             )
             assert g == pytest.approx(direct, rel=1e-9, abs=1e-15)
         assert sweep[Ns.index(4)] == 0.0  # N = m
         assert np.all(np.delete(sweep, Ns.index(4)) > 0)
         Zh = _spec(2, m=4).Z_hat
         with pytest.raises(ValueError, match="Ns"):
-            R.ridge_gap_sweep(Zh, [0, 3], 0.3)
+            exact.ridge_gap_sweep(Zh, [0, 3], 0.3)
         with pytest.raises(ValueError, match="Ns"):
-            R.ridge_gap_sweep(Zh, [10], 0.3)
+            exact.ridge_gap_sweep(Zh, [10], 0.3)
         with pytest.raises(ValueError, match="Ns"):
-            R.ridge_gap_sweep(Zh, [2.5], 0.3)
+            exact.ridge_gap_sweep(Zh, [2.5], 0.3)
         with pytest.raises(ValueError, match="Ns"):
-            R.ridge_gap_sweep(Zh, [], 0.3)
+            exact.ridge_gap_sweep(Zh, [], 0.3)
         with pytest.raises(ValueError, match="tau"):
-            R.ridge_gap_sweep(Zh, [3], 0.0)
+            exact.ridge_gap_sweep(Zh, [3], 0.0)
         with pytest.raises(ValueError, match="Z_hat"):
-            R.ridge_gap_sweep(np.ones(5), [3], 0.3)
+            exact.ridge_gap_sweep(np.ones(5), [3], 0.3)
         with pytest.raises(ValueError, match="Z_hat"):
-            R.ridge_gap_sweep(Zh.at[0, 0].set(np.inf), [3], 0.3)
+            exact.ridge_gap_sweep(Zh.at[0, 0].set(np.inf), [3], 0.3)
 
 
 def test_theorem2_penalty_is_m_tau_over_N():

@@ -1,40 +1,40 @@
-"""Part II chapter 'Training': Theorem 1's constants (iclgd.models.softmax.theorem1_constants)."""
+"""Part II chapter 'Training': Theorem 1's constants (iclgd.exact.theorem1_constants)."""
 
 import jax
 import numpy as np
 import pytest
 
-from iclgd import representation as R
+from iclgd import exact, tasks
 from iclgd.models import softmax as S
 
 
 @pytest.fixture(scope="module")
 def small():
     with jax.enable_x64(True):
-        spec = R.make_representation_spec(jax.random.PRNGKey(0), K=8, d=4, m=2, N=3, tau=0.5)
+        spec = tasks.make_representation_spec(jax.random.PRNGKey(0), K=8, d=4, m=2, N=3, tau=0.5)
         yield spec
 
 
 def test_theorem1_constants_consistent(small):
     with jax.enable_x64(True):
         p = S.init_softmax(jax.random.PRNGKey(1), 4, 8, 6)
-        c = S.theorem1_constants(p, small)
-        assert c.zeta0 == pytest.approx(float(S.zeta0(p, small)))
-        assert c.delta0 == pytest.approx(float(S.population_loss(p, small) - R.optimal_loss(small)))
+        c = exact.theorem1_constants(p, small)
+        assert c.zeta0 == pytest.approx(float(exact.zeta0(p, small)))
+        assert c.delta0 == pytest.approx(float(exact.softmax_risk(p, small) - exact.optimal_loss(small)))
         assert c.eta_w == pytest.approx(c.gamma**2 * c.eta_Q)
         assert c.eta_Q == pytest.approx(1 / c.L_smooth)
         assert 0 < c.rate < 1
         assert c.rate == pytest.approx(1 - c.eta_w * c.zeta0 / (2 * 8))
         # larger Delta0 (w != 0) needs a larger gamma (eq. 15 grows with Delta0)
         p2 = {"Q": p["Q"], "w": p["w"] + 1.0}
-        assert S.theorem1_constants(p2, small).gamma > c.gamma
+        assert exact.theorem1_constants(p2, small).gamma > c.gamma
         # GD at these rates never does worse than the bound (eq. 18), a few steps
-        g = jax.grad(S.population_loss)
+        g = jax.grad(exact.softmax_risk)
         q = p
         for t in range(1, 4):
             gr = g(q, small)
             q = {"Q": q["Q"] - c.eta_Q * gr["Q"], "w": q["w"] - c.eta_w * gr["w"]}
-            gap = float(S.population_loss(q, small) - R.optimal_loss(small))
+            gap = float(exact.softmax_risk(q, small) - exact.optimal_loss(small))
             assert gap <= c.rate**t * c.delta0 + 1e-12
 
 
@@ -42,12 +42,12 @@ def test_theorem1_constants_bad_input(small):
     with jax.enable_x64(True):
         p = S.init_softmax(jax.random.PRNGKey(1), 4, 8, 2)  # H < N: zeta0 = 0
         with pytest.raises(ValueError, match="zeta0 must be > 0"):
-            S.theorem1_constants(p, small)
+            exact.theorem1_constants(p, small)
         p = S.init_softmax(jax.random.PRNGKey(1), 4, 8, 6)
         with pytest.raises(ValueError, match="tau must be > 0"):
-            S.theorem1_constants(p, small._replace(tau=np.float64(0.0)))
+            exact.theorem1_constants(p, small._replace(tau=np.float64(0.0)))
         with pytest.raises(ValueError, match="params"):
-            S.theorem1_constants({"Q": p["Q"]}, small)
+            exact.theorem1_constants({"Q": p["Q"]}, small)
 
 
 def test_training_figures_and_bad_input():
@@ -71,12 +71,12 @@ def test_training_figures_and_bad_input():
 
 
 def test_one_head_lower_bound(small):
-    bound = S.one_head_lower_bound(small)
-    assert bound > float(R.optimal_loss(small))  # A has mixed-sign columns
+    bound = exact.one_head_lower_bound(small)
+    assert bound > float(exact.optimal_loss(small))  # A has mixed-sign columns
     # any one-head model is above it, e.g. random ones and a trained one
     for seed in range(3):
         p = S.init_softmax(jax.random.PRNGKey(seed), 4, 8, 1)
         p = {"Q": p["Q"], "w": jax.random.normal(jax.random.PRNGKey(9 + seed), (1, 8))}
-        assert float(S.population_loss(p, small)) >= bound - 1e-12
+        assert float(exact.softmax_risk(p, small)) >= bound - 1e-12
     with pytest.raises(ValueError, match="spec"):
-        S.one_head_lower_bound("spec")
+        exact.one_head_lower_bound("spec")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import pgd
+from iclgd import exact, tasks
 from iclgd.exact import wishart as W
 
 matplotlib.use("Agg")
@@ -15,28 +15,28 @@ matplotlib.use("Agg")
 
 def test_paper_prompts_law_and_keys():
     key = jax.random.key(0)
-    pr = pgd.paper_prompts(key, 4, 3)
+    pr = tasks.sample_paper_prompts(key, 4, 3)
     assert pr.Z0.shape == (3, 6, 5) and pr.y.shape == (3,)
-    assert np.allclose(pr.Sigma, pgd.paper_sigma(jax.random.fold_in(key, 0)), atol=1e-5)
+    assert np.allclose(pr.Sigma, tasks.paper_sigma(jax.random.fold_in(key, 0)), atol=1e-5)
     assert np.all(pr.Z0[:, -1, -1] == 0)  # eq. 1: the query label is 0
-    again = pgd.paper_prompts(key, 4, 3)
-    fresh = pgd.paper_prompts(key, 4, 3, draw=1)
+    again = tasks.sample_paper_prompts(key, 4, 3)
+    fresh = tasks.sample_paper_prompts(key, 4, 3, draw=1)
     assert np.array_equal(again.Z0, pr.Z0) and np.array_equal(fresh.Sigma, pr.Sigma)
     assert not np.allclose(fresh.Z0, pr.Z0)
     # y = <x, w*> with w* ~ N(0, Sigma^-1): y^2 has mean tr(Sigma Sigma^-1) = d
-    big = pgd.paper_prompts(jax.random.key(1), 2, 40_000)
+    big = tasks.sample_paper_prompts(jax.random.key(1), 2, 40_000)
     y2 = np.asarray(big.y) ** 2
     assert abs(y2.mean() - 5) < 4 * y2.std() / np.sqrt(y2.size)
     # x ~ N(0, Sigma): the sample covariance of the query inputs is Sigma
     xq = np.asarray(big.Z0[:, :5, -1])
     assert np.abs(xq.T @ xq / xq.shape[0] - np.asarray(big.Sigma)).max() < 0.05
     with pytest.raises(ValueError, match="n must"):
-        pgd.paper_prompts(key, 0, 3)
+        tasks.sample_paper_prompts(key, 0, 3)
 
 
 def test_paper_prompts_vmap_gives_each_key_its_sigma():
     keys = jax.random.split(jax.random.key(2), 3)
-    Sig = jax.vmap(lambda k: pgd.paper_prompts(k, 3, 2).Sigma)(keys)
+    Sig = jax.vmap(lambda k: tasks.sample_paper_prompts(k, 3, 2).Sigma)(keys)
     assert Sig.shape == (3, 5, 5) and not np.allclose(Sig[0], Sig[1])
 
 
@@ -48,8 +48,8 @@ def test_expect_trace_batched_equals_loop():
     loop = [W.expect_trace([M[b] for M in Ms], 5, Sig) for b in range(4)]
     assert batched.shape == (4,) and np.allclose(batched, loop)
     A = [rng.normal(size=(2, 3, 3)) for _ in range(2)]
-    r = pgd.sparse_risk_exact(A, 7)
-    assert np.allclose(r, [pgd.sparse_risk_exact([a[b] for a in A], 7) for b in range(2)])
+    r = exact.pgd_risk(A, 7)
+    assert np.allclose(r, [exact.pgd_risk([a[b] for a in A], 7) for b in range(2)])
     with pytest.raises(ValueError, match="square"):
         W.expect_trace([np.ones((2, 3)), np.ones((2, 3))], 3)
 

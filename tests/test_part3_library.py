@@ -1,4 +1,4 @@
-"""Unit tests of Part III's helpers: the Wishart engine, iclgd.pgd and iclgd.symbolic.pgd."""
+"""Unit tests of Part III's helpers: the Wishart engine, iclgd.exact.pgd and iclgd.symbolic.pgd."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 import iclgd
-from iclgd import pgd
+from iclgd import exact, metrics, tasks
 from iclgd.exact import wishart as W
 from iclgd.models import linear_transformer as LT
 from iclgd.symbolic import pgd as SP
@@ -46,32 +46,32 @@ def test_wishart_word_and_bad_input():
 
 
 def test_dist_to_identity():
-    assert float(pgd.dist_to_identity(3 * jnp.eye(4))) < 1e-7
+    assert float(metrics.dist_to_identity(3 * jnp.eye(4))) < 1e-7
     M = jnp.diag(jnp.array([1.0, -1.0]))
-    assert np.isclose(float(pgd.dist_to_identity(M)), 1.0)
-    assert pgd.dist_to_identity(jnp.ones((3, 2, 2))).shape == (3,)
+    assert np.isclose(float(metrics.dist_to_identity(M)), 1.0)
+    assert metrics.dist_to_identity(jnp.ones((3, 2, 2))).shape == (3,)
     with pytest.raises(ValueError, match="M must have shape"):
-        pgd.dist_to_identity(jnp.ones(3))
+        metrics.dist_to_identity(jnp.ones(3))
 
 
 def test_paper_sigma_spectrum():
-    S = pgd.paper_sigma(jax.random.key(0))
+    S = tasks.paper_sigma(jax.random.key(0))
     ev = np.sort(np.linalg.eigvalsh(np.asarray(S)))
     assert np.allclose(ev, np.sort([1, 1, 0.25, 0.0625, 1]), atol=1e-5)
     with pytest.raises(ValueError, match="diag must be"):
-        pgd.paper_sigma(jax.random.key(0), (1.0, -1.0))
+        tasks.paper_sigma(jax.random.key(0), (1.0, -1.0))
 
 
 def test_optimal_scalars_one_layer_and_risk_formula():
-    o = pgd.optimal_scalars(1, 20, 5)
+    o = exact.optimal_scalars(1, 20, 5)
     assert o.risk == sp.Rational(30, 26)  # d(d+1)/(n+d+1)
     assert np.isclose(o.a[0], -20 / 26)
-    f, a = pgd.scalar_risk_expr(2, 20, 5)
-    o2 = pgd.optimal_scalars(2, 20, 5)
+    f, a = exact.scalar_risk_expr(2, 20, 5)
+    o2 = exact.optimal_scalars(2, 20, 5)
     val = f.subs(dict(zip(a, o2.a, strict=True)))
     assert abs(float(val) - float(o2.risk)) < 1e-10
     with pytest.raises(ValueError, match="L must be at most 3"):
-        pgd.optimal_scalars(4, 20, 5)
+        exact.optimal_scalars(4, 20, 5)
 
 
 def test_sparse_risk_exact_matches_model_monte_carlo():
@@ -83,7 +83,7 @@ def test_sparse_risk_exact_matches_model_monte_carlo():
         A = [jnp.array([[-0.3, 0.1], [0.2, -0.5]]), jnp.array([[-0.2, 0.0], [0.1, -0.4]])]
         e = LT.sparse_predict({"A": jnp.stack(A)}, iclgd.embed_zero_query(tasks)) - tasks.y_target
         e = np.asarray(e) ** 2
-        ex = float(pgd.sparse_risk_exact(A, n, Sig))
+        ex = float(exact.pgd_risk(A, n, Sig))
         assert abs(e.mean() - ex) < 5 * e.std() / np.sqrt(e.size)
 
 
@@ -108,18 +108,18 @@ def test_symbolic_single_layer_risk_isotropic_optimum():
 
 
 def test_quadratic_min():
-    g, m = pgd.quadratic_min(lambda x: 3 * (x - 0.4) ** 2 + 1.5)
+    g, m = exact.quadratic_min(lambda x: 3 * (x - 0.4) ** 2 + 1.5)
     assert np.isclose(g, 0.4) and np.isclose(m, 1.5)
     with pytest.raises(ValueError, match="convex quadratic"):
-        pgd.quadratic_min(lambda x: -(x**2))
+        exact.quadratic_min(lambda x: -(x**2))
 
 
 def test_gradient_stats_noise_and_signal():
     x = jax.random.normal(jax.random.key(0), (4000, 3))
     loss = lambda p, xs: jnp.sum((xs - p["m"]) ** 2, axis=1)  # noqa: E731
-    at_mean = pgd.gradient_stats(loss, {"m": jnp.mean(x, 0)}, x)
+    at_mean = metrics.gradient_stats(loss, {"m": jnp.mean(x, 0)}, x)
     assert np.abs(np.asarray(at_mean.grad["m"])).max() < 1e-5 and at_mean.z2 < 1e-6
-    off = pgd.gradient_stats(loss, {"m": jnp.ones(3)}, x)
+    off = metrics.gradient_stats(loss, {"m": jnp.ones(3)}, x)
     assert off.z2 > 100 and np.allclose(off.se["m"], 2 / np.sqrt(4000), rtol=0.1)
 
 
@@ -144,20 +144,20 @@ def test_wishart_power_moments_loop_equation():
 def test_gdpp_risk_reduces_to_gd_on_b_zero():
     n, d = 10, 5
     for L in (1, 2, 3):
-        f, a, b = pgd.gdpp_risk_expr(L, n, d)
+        f, a, b = exact.gdpp_risk_expr(L, n, d)
         assert len(a) == L and len(b) == L - 1
         f0 = sp.expand(f.subs({bi: 0 for bi in b}))
         assert (
             sp.expand(
                 f0
-                - pgd.scalar_risk_expr(L, n, d)[0].subs(
-                    dict(zip(pgd.scalar_risk_expr(L, n, d)[1], a, strict=True))
+                - exact.scalar_risk_expr(L, n, d)[0].subs(
+                    dict(zip(exact.scalar_risk_expr(L, n, d)[1], a, strict=True))
                 )
             )
             == 0
         )
-    opt = pgd.optimal_scalars(3, n, d)
-    risk, g = pgd.gdpp_risk(3, n, d, opt.a, None)
+    opt = exact.optimal_scalars(3, n, d)
+    risk, g = exact.gdpp_risk(3, n, d, opt.a, None)
     assert abs(risk - float(opt.risk)) < 1e-12 and np.abs(g[:3]).max() < 1e-12
     assert np.abs(g[3:5]).max() > 0.1 and g[5] == 0  # B = 0 is not critical for GD++
 
@@ -168,50 +168,50 @@ def test_gdpp_risk_matches_residual_monte_carlo():
     X = rng.standard_normal((N, n, d))
     lam = np.linalg.eigvalsh(np.einsum("bni,bnj->bij", X, X) / n)
     a, b = np.array([-0.8, -0.4]), np.array([0.05, 0.0])
-    e = np.sum(pgd.gdpp_residual(a, b, lam) ** 2, -1)
-    exact = pgd.gdpp_risk(2, n, d, a, b)[0]
-    assert abs(e.mean() - exact) < 4 * e.std() / np.sqrt(N)
+    e = np.sum(exact.gdpp_residual(a, b, lam) ** 2, -1)
+    exact_val = exact.gdpp_risk(2, n, d, a, b)[0]
+    assert abs(e.mean() - exact_val) < 4 * e.std() / np.sqrt(N)
 
 
 def test_gdpp_critical_point_and_search():
     n, d = 10, 5
-    c = pgd.gdpp_critical_point(3, n, d, pgd.optimal_scalars(3, n, d).a)
+    c = exact.gdpp_critical_point(3, n, d, exact.optimal_scalars(3, n, d).a)
     assert c.grad_norm < 1e-25 and c.hess_eigs.min() > 0 and c.b[2] == 0
-    assert c.risk < float(pgd.optimal_scalars(3, n, d).risk)
-    risk, g = pgd.gdpp_risk(3, n, d, c.a, c.b)
+    assert c.risk < float(exact.optimal_scalars(3, n, d).risk)
+    risk, g = exact.gdpp_risk(3, n, d, c.a, c.b)
     assert abs(risk - c.risk) < 1e-12 and np.abs(g).max() < 1e-12
-    s = pgd.gdpp_critical_points(2, n, d, jax.random.key(0), 3)
+    s = exact.gdpp_critical_points(2, n, d, jax.random.key(0), 3)
     assert s.starts == 3 and s.failed + len(s.points) <= 3 and len(s.points) >= 1
     assert all(p.grad_norm < 1e-25 for p in s.points)
     assert [p.risk for p in s.points] == sorted(p.risk for p in s.points)
     with pytest.raises(ValueError, match="L must be at most 3"):
-        pgd.gdpp_risk_expr(4, n, d)
+        exact.gdpp_risk_expr(4, n, d)
     with pytest.raises(ValueError, match="dps"):
-        pgd.gdpp_risk(2, n, d, [0.1, 0.1], None, dps=10)
+        exact.gdpp_risk(2, n, d, [0.1, 0.1], None, dps=10)
     with pytest.raises(ValueError, match="b"):
-        pgd.gdpp_risk(2, n, d, [0.1, 0.1], [0.1])
+        exact.gdpp_risk(2, n, d, [0.1, 0.1], [0.1])
     with pytest.raises(ValueError, match="a"):
-        pgd.gdpp_critical_point(2, n, d, [0.1, np.nan])
+        exact.gdpp_critical_point(2, n, d, [0.1, np.nan])
 
 
 def test_gdpp_critical_points_inits():
     n, d = 10, 3
-    a_opt = pgd.optimal_scalars(2, n, d).a
-    s = pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt, [0.2, 0.0])])
+    a_opt = exact.optimal_scalars(2, n, d).a
+    s = exact.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt, [0.2, 0.0])])
     assert s.starts == 2 and len(s.points) >= 1
     with pytest.raises(TypeError, match="inits"):
-        pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=3)
+        exact.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=3)
     with pytest.raises(ValueError, match="pairs"):
-        pgd.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt,)])
+        exact.gdpp_critical_points(2, n, d, jax.random.key(1), 1, inits=[(a_opt,)])
 
 
 def test_gdpp_gradient_on_S_and_z2_against():
     Sigma = np.diag([1.0, 2.0, 0.5])
-    g = pgd.gdpp_gradient_on_S([3.0, 6.0, -3.0, 0.0], Sigma)
+    g = exact.gdpp_gradient_on_S([3.0, 6.0, -3.0, 0.0], Sigma)
     assert np.allclose(g["A"][1], 2.0 * Sigma) and np.allclose(g["B"][0], -np.eye(3))
     assert g["A"].shape == g["B"].shape == (2, 3, 3)
     with pytest.raises(ValueError, match="2L derivatives"):
-        pgd.gdpp_gradient_on_S([1.0, 2.0, 3.0], Sigma)
-    st = pgd.GradStats({"x": jnp.array([1.0, 2.0])}, {"x": jnp.array([1.0, 1.0])}, 2.5)
+        exact.gdpp_gradient_on_S([1.0, 2.0, 3.0], Sigma)
+    st = metrics.GradStats({"x": jnp.array([1.0, 2.0])}, {"x": jnp.array([1.0, 1.0])}, 2.5)
     assert st.z2_against({"x": jnp.zeros(2)}) == pytest.approx(2.5)
     assert st.z2_against({"x": jnp.array([1.0, 2.0])}) == 0.0

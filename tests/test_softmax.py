@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-from iclgd import representation as R
+from iclgd import exact, metrics, tasks, training
 from iclgd.models import softmax as S
 from iclgd.models import transformer as T
 
@@ -20,7 +20,7 @@ def _rng_spec(seed, K, d, m, N, tau):
     rng = np.random.default_rng(seed)
     t = rng.standard_normal((K, d))
     t /= np.linalg.norm(t, axis=1, keepdims=True)
-    return R.make_representation_spec(
+    return tasks.make_representation_spec(
         None, K=K, d=d, m=m, N=N, tau=tau, tokens=t, features=rng.standard_normal((K, m))
     )
 
@@ -31,7 +31,7 @@ def _normal(seed, shape):
 
 @pytest.fixture(scope="module")
 def spec():
-    return R.make_representation_spec(jax.random.PRNGKey(0), K=K, d=D, m=M, N=N, tau=TAU)
+    return tasks.make_representation_spec(jax.random.PRNGKey(0), K=K, d=D, m=M, N=N, tau=TAU)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def params():
 
 @pytest.fixture(scope="module")
 def big_batch(spec):
-    return R.sample_representation_tasks(jax.random.PRNGKey(9), spec, 100_000)
+    return tasks.sample_representation_tasks(jax.random.PRNGKey(9), spec, 100_000)
 
 
 @pytest.fixture(scope="module")
@@ -118,27 +118,27 @@ def test_prediction_linear_in_labels(spec, params, batch):
 @pytest.mark.parametrize("lam_mean,lam_std", [(0.0, 1.0), (1.0, 2.0)])
 def test_population_loss_matches_monte_carlo(spec, params, big_batch, lam_mean, lam_std):
     s = spec._replace(lam_mean=jnp.full((M,), lam_mean), lam_std=jnp.asarray(lam_std))
-    exact = float(S.population_loss(params, s))
+    exact_val = float(exact.softmax_risk(params, s))
     big = (
         big_batch
         if (lam_mean, lam_std) == (0.0, 1.0)
-        else R.sample_representation_tasks(jax.random.PRNGKey(9), s, 100_000)
+        else tasks.sample_representation_tasks(jax.random.PRNGKey(9), s, 100_000)
     )
-    mc = float(S.softmax_loss(params, s, big))
-    np.testing.assert_allclose(mc, exact, rtol=0.03)
+    mc = float(training.softmax_loss(params, s, big))
+    np.testing.assert_allclose(mc, exact_val, rtol=0.03)
 
 
 def test_lemma5_decomposition(spec, params):
     """L(theta) = 1/(2K) sum_k ||Z_bar delta_k||^2 + L* (eq. 36), delta_k
     = a_hat_k - A[:, k] (eq. 33)."""
     A_hat = np.asarray(S.attention_matrix(params, spec), np.float64)
-    A = np.asarray(R.limit_matrix(spec), np.float64)
+    A = np.asarray(exact.limit_matrix(spec), np.float64)
     Z = np.asarray(spec.Z, np.float64)
     G = Z.T @ Z + M * TAU * np.eye(N)  # Z_bar^2
     delta = A_hat - A
-    want = np.einsum("ik,ij,jk->", delta, G, delta) / (2 * K) + float(R.optimal_loss(spec))
-    np.testing.assert_allclose(S.population_loss(params, spec), want, rtol=1e-4)
-    assert S.population_loss(params, spec) > R.optimal_loss(spec)
+    want = np.einsum("ik,ij,jk->", delta, G, delta) / (2 * K) + float(exact.optimal_loss(spec))
+    np.testing.assert_allclose(exact.softmax_risk(params, spec), want, rtol=1e-4)
+    assert exact.softmax_risk(params, spec) > exact.optimal_loss(spec)
 
 
 def test_zeta0_needs_H_at_least_N(spec, params):
@@ -146,8 +146,8 @@ def test_zeta0_needs_H_at_least_N(spec, params):
     assert H >= N
     few = {"Q": params["Q"][: N - 1], "w": params["w"][: N - 1]}
     many = params
-    assert float(S.zeta0(few, spec)) < 1e-5
-    assert float(S.zeta0(many, spec)) > 1e-4
+    assert float(exact.zeta0(few, spec)) < 1e-5
+    assert float(exact.zeta0(many, spec)) > 1e-4
 
 
 def test_training_drives_A_hat_to_A():
@@ -161,19 +161,19 @@ def test_training_drives_A_hat_to_A():
     def train(p):
         def step(carry, _):
             p, state = carry
-            g = jax.grad(S.population_loss)(p, s)
+            g = jax.grad(exact.softmax_risk)(p, s)
             up, state = opt.update(g, state)
             return (optax.apply_updates(p, up), state), None
 
         (p, _), _ = jax.lax.scan(step, (p, opt.init(p)), None, length=1500)
         return p
 
-    L0 = float(S.population_loss(p, s))
+    L0 = float(exact.softmax_risk(p, s))
     p = train(p)
-    gap0 = L0 - float(R.optimal_loss(s))
-    gap = float(S.population_loss(p, s)) - float(R.optimal_loss(s))
+    gap0 = L0 - float(exact.optimal_loss(s))
+    gap = float(exact.softmax_risk(p, s)) - float(exact.optimal_loss(s))
     assert gap < 1e-3 * gap0
-    np.testing.assert_allclose(S.attention_matrix(p, s), R.limit_matrix(s), atol=0.05)
+    np.testing.assert_allclose(S.attention_matrix(p, s), exact.limit_matrix(s), atol=0.05)
 
 
 # ---------------------------------------------------------------- pre-LN transformer
@@ -244,7 +244,7 @@ def test_transformer_permutation_equivariant_without_positions(tparams):
 
 def test_transformer_gradients_flow(tparams, spec, batch):
     def loss(p):
-        return S.empirical_loss(T.transformer_predict(p, jnp.swapaxes(batch.E, 1, 2)), batch.y_all)
+        return metrics.empirical_loss(T.transformer_predict(p, jnp.swapaxes(batch.E, 1, 2)), batch.y_all)
 
     g = jax.grad(loss)(tparams)
     for path, leaf in jax.tree_util.tree_leaves_with_path(g):
@@ -270,9 +270,9 @@ def test_bad_softmax_inputs(spec, params, batch):
     with pytest.raises(ValueError, match="N must satisfy 1 <= N < K"):
         S.softmax_attention_map(params, batch.E, K)
     with pytest.raises(ValueError, match="y_hat and y_all must have the same shape"):
-        S.empirical_loss(batch.y_all, batch.y)
+        metrics.empirical_loss(batch.y_all, batch.y)
     with pytest.raises(ValueError, match=r"A_hat must have shape \(3, 10\)"):
-        S.population_loss_from_A(jnp.zeros((K, N)), spec)
+        exact.softmax_risk_from_A(jnp.zeros((K, N)), spec)
     with pytest.raises(ValueError, match="H must be an integer >= 1"):
         S.init_softmax(jax.random.PRNGKey(0), D, K, 0)
 

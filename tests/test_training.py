@@ -8,7 +8,7 @@ import optax
 import pytest
 
 import iclgd
-from iclgd import exact, pgd, training
+from iclgd import exact, tasks, training
 
 
 def _quadratic(params, key, target):
@@ -162,7 +162,7 @@ def test_exact_loss_training_reaches_the_exact_optimum():
         steps=3000,
         learning_rate=1e-2,
     )
-    best = exact.best_multihead_lsa(ex).risk
+    best = exact.lsa_optimum(ex).risk
     assert res.losses[-1] < best * 1.01 and res.losses[-1] > best * (1 - 1e-4)
 
 
@@ -191,7 +191,7 @@ def test_train_seeds_seed_args_and_vectorize():
     d, n, L, N = 3, 8, 2, 256
     keys = jax.random.split(jax.random.key(3), 3)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    batch = jax.vmap(lambda k: pgd.paper_prompts(k, n, N, diag=(1.0, 0.5, 2.0)))(data_keys)
+    batch = jax.vmap(lambda k: tasks.sample_paper_prompts(k, n, N, diag=(1.0, 0.5, 2.0)))(data_keys)
     sq = lambda p, pr: (iclgd.models.linear_transformer.sparse_predict(p, pr.Z0) - pr.y) ** 2
     loss = lambda p, key, scale, pr: scale * jnp.mean(sq(p, pr))
     init = lambda k: {"A": 0.1 * jax.random.normal(k, (L, d, d))}

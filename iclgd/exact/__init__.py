@@ -1,4 +1,6 @@
-r"""Exact population risks of one-layer linear attention at finite context length.
+r"""Exact population risks, optima and moments of every model family of the book.
+
+Part I (and Part III's one-layer model): one-layer linear attention at finite context length.
 
 The prediction of every one-layer linear-attention model of Parts I and III is a polynomial in
 Gaussian data, so its risk is a polynomial in the parameters whose coefficients are Gaussian
@@ -20,6 +22,15 @@ exact, differentiable, jittable risks, their exact optima, and losses for :func:
   heads leave out) and the best single-head y_q-LSA (L-BFGS from the GD point).
 * :mod:`~iclgd.exact.bayes` -- the risk of the Bayes posterior mean.
 
+Every other family has one file here too:
+
+* :mod:`~iclgd.exact.representation` -- Part II: the limit matrix of eq. 34, ``L*`` (Lemma 5), the
+  exact population loss of the softmax model (eq. 74-77), Theorem 1's constants, ridge moments;
+* :mod:`~iclgd.exact.pgd` -- Part III: the sparse multi-layer risk (eq. 9), its optimum on the set
+  of Theorem 4, tuned preconditioned GD, Theorem 1's optimal ``A``;
+* :mod:`~iclgd.exact.gdpp` -- Part III: GD++ (eq. 13) on the set of Theorem 5;
+* :mod:`~iclgd.exact.wishart` -- exact Wishart trace moments, the engine of the two above.
+
 The derivations are in the book's chapter *The exact risk engine* (``book/exact_engine.md``); what
 the exact risks show about the papers' claims is in the Part I chapters (multi-head LSA theory and
 experiments, y_q-LSA). Example::
@@ -30,7 +41,7 @@ experiments, y_q-LSA). Example::
     p0 = iclgd.init_lsa(jax.random.key(0), 10, H=1)
     run = iclgd.train(exact.lsa_loss(ex), p0, jax.random.key(1), steps=2000)
     exact.risk64(exact.lsa_risk, run.params, ex)       # the population risk of the result
-    exact.best_multihead_lsa(ex).risk                  # the floor that H >= d heads reach
+    exact.lsa_optimum(ex).risk                  # the floor that H >= d heads reach
 
 **Precision.** :func:`prepare` and the ``best_*`` solvers compute in float64 (inside
 ``jax.enable_x64``) and return NumPy float64 arrays / Python floats, whatever the global setting.
@@ -44,24 +55,58 @@ overflow where ``inf - inf`` made it NaN), never a silent NaN.
 """
 
 from .bayes import BayesRisk, bayes_risk
-from .core import risk64
+from .core import quadratic_min, risk64
+from .gdpp import (
+    GDppCritical,
+    GDppSearch,
+    gdpp_critical_point,
+    gdpp_critical_points,
+    gdpp_gradient_on_S,
+    gdpp_residual,
+    gdpp_risk,
+    gdpp_risk_expr,
+)
 from .losses import linear_transformer_loss, lsa_loss, yq_lsa_loss
 from .moments import Exact, Moments, gaussian_moments, moments, omega_moments, prepare
 from .optima import (
-    BestLSA,
     ClosedForm,
     GDPointGrad,
-    best_linear_transformer,
-    best_multihead_lsa,
-    best_multihead_yq_lsa,
+    LSAOptimum,
     fold_last_row,
     gd_optimal,
     heads_from_M,
+    linear_transformer_optimum,
+    lsa_optimum,
     lsa_params_from_M,
     multihead_lsa_closed_form,
     reduced_to_lsa_params,
     stack_rank,
     yq_lsa_gd_point_grad,
+    yq_lsa_optimum,
+)
+from .pgd import (
+    OptimalScalars,
+    TunedGD,
+    optimal_scalars,
+    pgd_risk,
+    scalar_risk_expr,
+    theorem1_optimal_A,
+    tuned_gd,
+)
+from .representation import (
+    Theorem1Constants,
+    copy_prompt_loss,
+    label_moment,
+    limit_matrix,
+    one_head_lower_bound,
+    optimal_loss,
+    prediction_gap,
+    ridge_gap_sweep,
+    ridge_matrix,
+    softmax_risk,
+    softmax_risk_from_A,
+    theorem1_constants,
+    zeta0,
 )
 from .risks import (
     gd_risk,
@@ -71,13 +116,13 @@ from .risks import (
     predictor_risk,
     yq_lsa_risk,
 )
-from .search import BestTrained, best_lsa, best_yq_lsa
+from .search import SearchResult, lsa_search, yq_lsa_search
 
 __all__ = [
     "Moments",
     "Exact",
-    "BestLSA",
-    "BestTrained",
+    "LSAOptimum",
+    "SearchResult",
     "BayesRisk",
     "ClosedForm",
     "GDPointGrad",
@@ -93,15 +138,16 @@ __all__ = [
     "gd_risk",
     "gd_optimal",
     "risk64",
+    "quadratic_min",
     "lsa_loss",
     "yq_lsa_loss",
     "linear_transformer_loss",
-    "best_multihead_lsa",
-    "best_multihead_yq_lsa",
-    "best_linear_transformer",
+    "lsa_optimum",
+    "yq_lsa_optimum",
+    "linear_transformer_optimum",
     "multihead_lsa_closed_form",
-    "best_yq_lsa",
-    "best_lsa",
+    "yq_lsa_search",
+    "lsa_search",
     "bayes_risk",
     "lsa_params_from_M",
     "reduced_to_lsa_params",
@@ -109,4 +155,32 @@ __all__ = [
     "heads_from_M",
     "stack_rank",
     "yq_lsa_gd_point_grad",
+    "limit_matrix",
+    "optimal_loss",
+    "ridge_matrix",
+    "label_moment",
+    "prediction_gap",
+    "ridge_gap_sweep",
+    "softmax_risk_from_A",
+    "softmax_risk",
+    "zeta0",
+    "Theorem1Constants",
+    "theorem1_constants",
+    "one_head_lower_bound",
+    "copy_prompt_loss",
+    "pgd_risk",
+    "scalar_risk_expr",
+    "OptimalScalars",
+    "optimal_scalars",
+    "TunedGD",
+    "tuned_gd",
+    "theorem1_optimal_A",
+    "gdpp_residual",
+    "gdpp_risk_expr",
+    "gdpp_risk",
+    "gdpp_gradient_on_S",
+    "GDppCritical",
+    "gdpp_critical_point",
+    "GDppSearch",
+    "gdpp_critical_points",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "pinv_psd",
     "to_float64",
     "risk64",
+    "quadratic_min",
 ]
 
 
@@ -110,3 +111,24 @@ def risk64(risk_fn: Callable, params, *args, **kwargs) -> float:
         a64 = [conv(a) for a in args]
         k64 = {k: conv(a) for k, a in kwargs.items()}
         return float(risk_fn(p64, *a64, **k64))
+
+
+def quadratic_min(f) -> tuple[float, float]:
+    """Minimiser and minimum over ``gamma`` of a convex quadratic ``f(gamma)`` (e.g. an exact risk
+    along a fixed direction), from ``f(-1), f(0), f(1)``.
+
+    Args:
+        f: callable ``gamma -> float``, a quadratic with positive curvature.
+
+    Returns:
+        ``(gamma*, f(gamma*))``.
+    """
+    v.function("f", f, "a function gamma -> float (a convex quadratic)")
+    fm, f0, fp = (float(f(g)) for g in (-1.0, 0.0, 1.0))
+    if not np.all(np.isfinite([fm, f0, fp])):
+        raise ValueError(f"f must be finite at gamma = -1, 0, 1, got {fm}, {f0}, {fp}")
+    curv = (fp + fm) / 2 - f0
+    if not curv > 0:
+        raise ValueError(f"f must be a convex quadratic in gamma; curvature {curv:.3g}")
+    g = -(fp - fm) / 2 / (2 * curv)
+    return g, float(f(g))

@@ -15,7 +15,8 @@ columns) is wrong, are in the book's chapter *The exact risk engine*.
 about ``||mu||^4 eps`` to cancellation. :func:`prepare` therefore keeps the moments of the *centred*
 prompt: with ``w = mu + w0``, ``z = W z0`` for ``W = [[I, 0], [mu^T, 1]]`` (``y = y0 + x^T mu``), so
 ``G = W G0 W^T`` with ``G0`` the Gram matrix of a prompt drawn with prior mean 0, and every
-``<G, S> = <G0, W^T S W>`` (as :mod:`iclgd.lsa_sweep` does). The risks shift their coefficients by
+``<G, S> = <G0, W^T S W>`` (as :mod:`iclgd.training.lsa_sweep` does). The risks shift their
+coefficients by
 ``W`` and use ``E[u0 u0^T]``, ``u0 = (vech G0, w0, 1)``, whose size does not depend on ``mu``.
 """
 

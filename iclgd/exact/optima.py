@@ -8,14 +8,14 @@ regression, column by column, of the target ``w~_k - v_k`` on ``vech G``::
     beta_k = T^+ E[vech G (w~_k - v_k)],   T = E[vech G vech G^T]
 
 (:func:`solve_columns`; free columns ``k <= d`` if ``c = 0``, all ``D`` if ``c != 0``). ``T`` does
-not depend on ``g``, so the best risk is a quadratic in ``g`` too (:func:`best_multihead_yq_lsa`).
+not depend on ``g``, so the best risk is a quadratic in ``g`` too (:func:`yq_lsa_optimum`).
 In Part I (``Sigma = Omega = I``, no noise) the optimum has a closed form
 (:func:`multihead_lsa_closed_form`)::
 
     R* = d (d+1) / (C+d+1) + 2 (||w* - g||^2 + c^2) / (C d + 2).
 
 With ``H = d`` heads the optimum is still reached when no ``M_i`` uses ``G_yy``
-(:func:`fold_last_row`, :func:`heads_from_M`); fewer heads: :func:`iclgd.exact.best_lsa`. The
+(:func:`fold_last_row`, :func:`heads_from_M`); fewer heads: :func:`iclgd.exact.lsa_search`. The
 derivations and what they show about the papers are in the book's Part I chapters.
 """
 
@@ -39,7 +39,7 @@ from .risks import (
 )
 
 __all__ = [
-    "BestLSA",
+    "LSAOptimum",
     "ClosedForm",
     "GDPointGrad",
     "lsa_params_from_M",
@@ -52,22 +52,22 @@ __all__ = [
     "centred_risk",
     "guess64",
     "vech_to_sym",
-    "best_multihead_lsa",
-    "best_multihead_yq_lsa",
-    "best_linear_transformer",
+    "lsa_optimum",
+    "yq_lsa_optimum",
+    "linear_transformer_optimum",
     "multihead_lsa_closed_form",
     "gd_optimal",
     "yq_lsa_gd_point_grad",
 ]
 
 
-class BestLSA(NamedTuple):
+class LSAOptimum(NamedTuple):
     """An exact optimum of a model class that is linear in its features.
 
     Attributes:
         risk: the minimal risk.
         M: ``(D, D, D)`` Xie et al.'s matrices, ``M[:, :, i] = M_i = sum_h b_h a_i^{hT}``
-            (for :func:`best_linear_transformer`: ``Mt``, the coefficients of ``G (x) x~_q``).
+            (for :func:`linear_transformer_optimum`: ``Mt``, the coefficients of ``G (x) x~_q``).
         params: model parameters realising it (LSA params with ``H = D`` heads, or Part III's
             ``{"P", "Q"}`` with ``L = 1``).
         y_q_guess: ``(d,)`` the ``g`` of ``y_q = x_q^T g + c`` used.
@@ -325,7 +325,7 @@ def guess64(d: int, y_q_guess) -> np.ndarray:
     return np.asarray(v.array("y_q_guess", y_q_guess, "d", v.Dims(d=d)), np.float64)
 
 
-def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> BestLSA:
+def lsa_optimum(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> LSAOptimum:
     """The best multi-head LSA with ``H >= d+1`` heads and ``y_q = x_q^T g + c``: exact least
     squares.
 
@@ -342,7 +342,7 @@ def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> Best
         y_q_bias: scalar ``c``.
 
     Returns:
-        :class:`BestLSA` with the risk, ``M``, and LSA params with ``H = D`` heads realising it.
+        :class:`LSAOptimum` with the risk, ``M``, and LSA params with ``H = D`` heads realising it.
     """
     check_exact(ex)
     d = ex.d
@@ -364,7 +364,7 @@ def best_multihead_lsa(ex: Exact, y_q_guess=None, y_q_bias: float = 0.0) -> Best
     # through W, whose rounding grows with ||mu||)
     vq0 = np.concatenate([g - ex.mu, [c]])
     risk = centred_risk(ex, S0, vq0)
-    return BestLSA(risk, M, params, g, c, rank)
+    return LSAOptimum(risk, M, params, g, c, rank)
 
 
 def centred_risk(ex: Exact, S0: np.ndarray, vq0: np.ndarray) -> float:
@@ -375,7 +375,7 @@ def centred_risk(ex: Exact, S0: np.ndarray, vq0: np.ndarray) -> float:
     return float(np.sum(Y * Y)) + ex.noise_var
 
 
-def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
+def yq_lsa_optimum(ex: Exact) -> LSAOptimum:
     """The best multi-head LSA (``H >= d+1``) when the guess ``y_q = x_q^T g`` is trained too.
 
     ``T`` does not depend on ``g`` and the targets ``w_k - g_k`` are affine in ``g``, so the best
@@ -385,7 +385,7 @@ def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
     ``c = 0`` is optimal.) This is a lower bound for y_q-LSA with any number of heads.
 
     Returns:
-        :class:`BestLSA` at ``g = g*``.
+        :class:`LSAOptimum` at ``g = g*``.
     """
     check_exact(ex)
     d = ex.d
@@ -403,10 +403,10 @@ def best_multihead_yq_lsa(ex: Exact) -> BestLSA:
     # on the centred prompt (E[vech G0 w0] = nu0): g* = (mu - nu) / rho = mu - nu0 / rho
     nu0 = gram[:p, p : p + d].T @ Tp @ m
     g = ex.mu - nu0 / rho
-    return best_multihead_lsa(ex, g, 0.0)
+    return lsa_optimum(ex, g, 0.0)
 
 
-def best_linear_transformer(ex: Exact) -> BestLSA:
+def linear_transformer_optimum(ex: Exact) -> LSAOptimum:
     """Part III Theorem 1 solved exactly: the best ``A`` of Ahn et al. eq. 7 for ``b = e_{d+1}``.
 
     With ``b = e_{d+1}`` the prediction ``-G[d+1, :] A x_q`` is linear in ``A`` (``(D, d)``), so the
@@ -414,12 +414,12 @@ def best_linear_transformer(ex: Exact) -> BestLSA:
     z_{i,n}``. For ``mu = 0`` (Theorem 1's prior) the best multi-head LSA uses only these features
     (the risk is even in ``w``), so this is the global optimum over all ``(b, A)`` -- and over all
     ``H`` -- up to the rescaling ``b -> gamma b``, ``A -> A / gamma``; the tests check it against
-    :func:`best_multihead_lsa` and Theorem 1's formula
-    (:func:`iclgd.models.linear_transformer.theorem1_optimal_A`). For ``mu != 0`` it is the best
+    :func:`lsa_optimum` and Theorem 1's formula
+    (:func:`iclgd.exact.theorem1_optimal_A`). For ``mu != 0`` it is the best
     model in the slice ``b = e_{d+1}`` only (polish with L-BFGS on :func:`linear_transformer_risk`).
 
     Returns:
-        :class:`BestLSA` whose ``params`` are ``{"P": (1, D, D), "Q": (1, D, D)}`` (``P = e_D
+        :class:`LSAOptimum` whose ``params`` are ``{"P": (1, D, D), "Q": (1, D, D)}`` (``P = e_D
         e_D^T``, ``Q = [A, 0]``), and ``M`` the coefficient tensor ``Mt``.
     """
     check_exact(ex)
@@ -443,7 +443,7 @@ def best_linear_transformer(ex: Exact) -> BestLSA:
     Mt = np.zeros((D, D, D))
     Mt[d, :, :d] = -A
     risk = risk64(linear_transformer_risk, params, ex)
-    return BestLSA(risk, Mt, params, np.zeros(d), 0.0, rank)
+    return LSAOptimum(risk, Mt, params, np.zeros(d), 0.0, rank)
 
 
 def gd_optimal(ex: Exact, w0=None) -> tuple[float, float]:
@@ -499,7 +499,7 @@ def multihead_lsa_closed_form(d: int, C: int, w_star, g=None, c: float = 0.0) ->
 
         R* = d (d+1) / (C+d+1) + 2 (||w* - g||^2 + c^2) / (C d + 2).
 
-    Equal to :func:`best_multihead_lsa` (``M`` and risk, tested), which computes it numerically for
+    Equal to :func:`lsa_optimum` (``M`` and risk, tested), which computes it numerically for
     any prior.
 
     Args:

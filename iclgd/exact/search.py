@@ -1,13 +1,13 @@
 r"""Best LSA with few heads, and the best single-head y_q-LSA: numerical searches on the exact risk.
 
-**H-head LSA, fixed guess** (:func:`best_lsa`). Only the symmetric parts ``S_k`` of the
+**H-head LSA, fixed guess** (:func:`lsa_search`). Only the symmetric parts ``S_k`` of the
 coefficient matrices ``Mt_k`` enter the risk, a convex quadratic in them
 (:mod:`iclgd.exact.optima`)::
 
     R(S) = R* + sum_{k,l} W_kl (theta_k - theta*_k)^T T (theta_l - theta*_l),
 
 with ``theta_k`` the coefficients of ``<G, S_k>`` on ``vech G``, ``theta*`` the unconstrained
-optimum (:func:`~iclgd.exact.best_multihead_lsa`), ``T = E[vech G vech G^T]``, and ``W`` is
+optimum (:func:`~iclgd.exact.lsa_optimum`), ``T = E[vech G vech G^T]``, and ``W`` is
 ``diag(Sigma, 1)`` restricted to the free columns (``k <= d`` if ``c = 0``, all ``D`` if
 ``c != 0``). With ``H`` heads every ``Mt_k`` has its range in ``span(b_1 .. b_H)``, so every
 ``S_k`` vanishes on the subspace ``U = span(b)^perp`` (``N^T S_k N = 0`` for a basis ``N`` of
@@ -24,7 +24,7 @@ non-convex weights (tested). ``H >= d+1``: the
 App. A.1 construction; ``H = d``: the folded construction when the optimum does not use ``G_yy``
 (both exact, :mod:`iclgd.exact.optima`).
 
-**Single-head y_q-LSA** (:func:`best_yq_lsa`): L-BFGS on the weights from the GD point (eq. 7).
+**Single-head y_q-LSA** (:func:`yq_lsa_search`): L-BFGS on the weights from the GD point (eq. 7).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from ..tasks import standard_normal
 from .core import enable_x64, risk64, to_float64, vech_index
 from .moments import Exact, check_exact, shift_matrix
 from .optima import (
-    best_multihead_lsa,
     fold_last_row,
     gd_optimal,
     guess64,
+    lsa_optimum,
     reduced_to_lsa_params,
     solve_columns,
     uncentre,
@@ -53,18 +53,18 @@ from .optima import (
 from .risks import ex_arrays, lsa_risk, lsa_risk_core, lsa_risk_reduced
 
 __all__ = [
-    "BestTrained",
+    "SearchResult",
     "vanishing_map",
     "subspace_excess",
     "heads_from_subspace",
     "lbfgs_minimize",
-    "best_lsa",
-    "best_yq_lsa",
+    "lsa_search",
+    "yq_lsa_search",
 ]
 
 
-class BestTrained(NamedTuple):
-    """Result of a numerical search on an exact risk (:func:`best_lsa`, :func:`best_yq_lsa`).
+class SearchResult(NamedTuple):
+    """Result of a numerical search on an exact risk (:func:`lsa_search`, :func:`yq_lsa_search`).
 
     Attributes:
         risk: the best exact risk found (float64, realised by ``params``).
@@ -337,7 +337,7 @@ def _best_subspace(ex, H, g, c, floor, theta_star, T_inv, W, starts, steps, key,
     return red, floor + excess, floor + np.asarray(curves)[i]
 
 
-def best_lsa(
+def lsa_search(
     ex: Exact,
     H: int = 1,
     *,
@@ -349,12 +349,12 @@ def best_lsa(
     method: str = "auto",
     init_std: float = 0.3,
     include_gd: bool = True,
-) -> BestTrained:
+) -> SearchResult:
     """The best ``H``-head LSA with a fixed guess ``y_q = x_q^T g + c``.
 
     ``method="auto"``:
 
-    * ``H >= d+1``: the exact optimum :func:`~iclgd.exact.best_multihead_lsa`, realised by the
+    * ``H >= d+1``: the exact optimum :func:`~iclgd.exact.lsa_optimum`, realised by the
       App. A.1 construction (``D`` heads) plus ``H - D`` zero heads (``"construction"``).
     * ``H = d``: the same optimum with ``d`` heads by :func:`~iclgd.exact.fold_last_row` when no
       ``M_i`` uses ``G_yy`` (``"fold"``, exact; e.g. Part I with any ``g``, ``c``); otherwise as
@@ -386,7 +386,7 @@ def best_lsa(
         include_gd: also start L-BFGS on the weights from the GD point.
 
     Returns:
-        :class:`BestTrained`: ``risk`` (the exact float64 risk of ``params``), reduced params
+        :class:`SearchResult`: ``risk`` (the exact float64 risk of ``params``), reduced params
         ``{"b": (H, D), "A": (H, D, D)}``, LSA ``params`` (``H`` heads), the gradient norm,
         ``risks`` of every start (subspace search: the random subspaces, then the fold's, then
         the weight-space seeds), the ``losses`` of the best start and the ``method`` used.
@@ -413,7 +413,7 @@ def best_lsa(
         grow = lambda x: np.concatenate([np.asarray(x), np.zeros((pad,) + np.shape(x)[1:])])
         risk = risk64(lsa_risk, {k: grow(x) for k, x in params.items()}, ex, g, c)
         gnorm = _reduced_grad_norm(ex, grow(red["b"]), grow(red["A"]), g, c, False)
-        return BestTrained(risk, red, params, gnorm, np.asarray(risks), np.asarray(losses), how)
+        return SearchResult(risk, red, params, gnorm, np.asarray(risks), np.asarray(losses), how)
 
     def weights_search(k):
         return _best_lsa_lbfgs(ex, H, restarts, steps, k, init_std, g, c, include_gd)
@@ -422,7 +422,7 @@ def best_lsa(
         return weights_search(key)[0]
     if method == "subspace" and H > d:
         raise ValueError(f"method='subspace' needs H <= d = {d} (H >= d+1 is exact), got H = {H}")
-    floor = best_multihead_lsa(ex, g, c)
+    floor = lsa_optimum(ex, g, c)
     if H >= D:
         b = np.zeros((H, D))
         b[:D] = np.eye(D)
@@ -454,7 +454,7 @@ def best_lsa(
 
 
 def _best_lsa_lbfgs(ex, H, restarts, steps, key, init_std, g, c, include_gd):
-    """L-BFGS on the weights: ``(BestTrained, every start's final reduced params)``."""
+    """L-BFGS on the weights: ``(SearchResult, every start's final reduced params)``."""
     d = ex.d
     D = d + 1
     starts = []
@@ -480,23 +480,23 @@ def _best_lsa_lbfgs(ex, H, restarts, steps, key, init_std, g, c, include_gd):
     red, risk, gnorm, risks, curve, every = _run_lbfgs(ex, starts, g, c, False, steps)
     red = {"b": red["b"], "A": red["A"]}
     params = reduced_to_lsa_params(red["b"], red["A"])
-    return BestTrained(risk, red, params, gnorm, risks, curve, "lbfgs"), every
+    return SearchResult(risk, red, params, gnorm, risks, curve, "lbfgs"), every
 
 
-def best_yq_lsa(
+def yq_lsa_search(
     ex: Exact,
     *,
     steps: int = 500,
     restarts: int = 0,
     key: jax.Array | None = None,
     init_std: float = 0.3,
-) -> BestTrained:
+) -> SearchResult:
     """Best single-head y_q-LSA found by L-BFGS on the exact risk, starting from the GD point.
 
     The start is Xie et al.'s construction (eq. 7 with ``w = w*``): ``b = eta* (-w*, 1)``,
     ``A = diag(I_d, 0)``, ``w = w*``, with the exact finite-``C`` optimal step ``eta*`` of one GD
     step from ``w*``. For ``Sigma = Omega = I`` (Part I) this point is exactly stationary at every
-    ``C`` and its risk equals the lower bound :func:`~iclgd.exact.best_multihead_yq_lsa` (tested),
+    ``C`` and its risk equals the lower bound :func:`~iclgd.exact.yq_lsa_optimum` (tested),
     so it is the global optimum; for other priors (e.g. non-isotropic ``Sigma``) L-BFGS moves to a
     better, preconditioned step. ``restarts`` extra starts perturb it with ``N(0, init_std^2)``
     noise. The risk is non-convex (Lemma 2): in general the result is the best local minimum found;
@@ -510,7 +510,7 @@ def best_yq_lsa(
         init_std: perturbation scale.
 
     Returns:
-        :class:`BestTrained` (reduced params ``{"b": (1, D), "A": (1, D, D), "w": (d,)}``).
+        :class:`SearchResult` (reduced params ``{"b": (1, D), "A": (1, D, D), "w": (d,)}``).
     """
     check_exact(ex)
     steps = v.positive_int("steps", steps)
@@ -537,4 +537,4 @@ def best_yq_lsa(
             )
     red, risk, gnorm, risks, curve, _ = _run_lbfgs(ex, starts, np.zeros(d), 0.0, True, steps)
     params = {"attn": reduced_to_lsa_params(red["b"], red["A"]), "w": red["w"]}
-    return BestTrained(risk, red, params, gnorm, risks, curve, "lbfgs")
+    return SearchResult(risk, red, params, gnorm, risks, curve, "lbfgs")

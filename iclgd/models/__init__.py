@@ -13,9 +13,9 @@ Every family has a factory with keyword configuration, ``H`` for heads and ``L``
 * :func:`linear_transformer_model` -- Ahn et al. eq. 4, 9, 13; batch:
   :class:`~iclgd.tasks.TaskBatch`.
 * :func:`softmax_attention_model` -- Yang et al. eq. 5-8; batch:
-  :class:`~iclgd.representation.RepresentationBatch`.
+  :class:`~iclgd.tasks.RepresentationBatch`.
 * :func:`transformer_model` -- Yang et al. Sec. 4 (pre-LN); batch:
-  :class:`~iclgd.representation.RepresentationBatch`.
+  :class:`~iclgd.tasks.RepresentationBatch`.
 
 Part I and III models return ``(B,)`` predictions of the query label; Part II models return
 ``(B, K)`` predictions of every token's label. The lower-level functions of each family
@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import checks as v
-from ..representation import RepresentationBatch, RepresentationSpec, check_spec
 from ..tasks import TaskBatch, embed, embed_zero_query, linear_guess
+from ..tasks.representation import RepresentationBatch, RepresentationSpec, check_spec
 from . import linear_transformer as _lt
 from . import lsa as _lsa
 from . import softmax as _softmax
@@ -69,7 +69,7 @@ def _task_batch(batch) -> TaskBatch:
 
 
 def _rep_batch(batch) -> RepresentationBatch:
-    what = "an iclgd.representation.RepresentationBatch (use sample_representation_tasks)"
+    what = "an iclgd.tasks.RepresentationBatch (use sample_representation_tasks)"
     return v.container("batch", batch, RepresentationBatch, what)
 
 

@@ -70,10 +70,6 @@ __all__ = [
     "linear_transformer_output_literal",
     "linear_transformer_predict",
     "sparse_predict",
-    "preconditioned_gd_iterates",
-    "preconditioned_gd",
-    "gd_plus_plus",
-    "theorem1_optimal_A",
 ]
 
 _FULL_KEYS = ("P", "Q")
@@ -112,21 +108,6 @@ def _check_full_params(params, dims: dict) -> int:
     return dims["L"]
 
 
-def _check_stack(name: str, A, dims: dict, what: str = "") -> jax.Array:
-    """Turn a stack or a sequence of ``(d, d)`` matrices into a ``(L, d, d)`` array and check it."""
-    if isinstance(A, (list, tuple)):
-        if len(A) == 0:
-            raise ValueError(f"L must be an integer >= 1: {name} holds no matrices")
-        shapes = {tuple(np.shape(a)) for a in A}
-        if len(shapes) != 1:
-            raise ValueError(
-                f"{name} must hold L matrices of shape (d, d), got shapes {sorted(shapes)}"
-            )
-        A = jnp.stack([jnp.asarray(v.array(f"{name}[{i}]", a)) for i, a in enumerate(A)])
-    _check_L(name, A)
-    return v.array(name, A, "L d d", dims, what=what)
-
-
 def _check_sparse_params(params, dims: dict) -> bool:
     """Check ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``; return ``has_B``."""
     what = (
@@ -139,16 +120,6 @@ def _check_sparse_params(params, dims: dict) -> bool:
     if "B" in params:
         v.array("params['B']", params["B"], "L d d", dims, what="like params['A']")
     return "B" in params
-
-
-def _check_regression(X, y, x_q=None) -> v.Dims:
-    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return the bound sizes."""
-    dims = v.Dims()
-    v.array("X", X, "B n d", dims)
-    v.array("y", y, "B n", dims, what="to match X")
-    if x_q is not None:
-        v.array("x_q", x_q, "B d", dims, what="to match X")
-    return dims
 
 
 # ----------------------------------------------------------------------------------------------
@@ -388,170 +359,6 @@ def _sparse_forward_gdpp(As: jax.Array, Bs: jax.Array, Z0: jax.Array) -> jax.Arr
 # ----------------------------------------------------------------------------------------------
 
 
-def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
-    """``grad R(w) = (1/n) X^T (X w - y)`` of eq. 10, batched: ``X (B, n, d)``,
-    ``y (B, n)``, ``w (B, d)``."""
-    n = X.shape[1]
-    return jnp.einsum("bni,bn->bi", X, jnp.einsum("bni,bi->bn", X, w) - y) / n
-
-
-def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
-    """Iterates of ``L`` steps of preconditioned GD from ``w_0 = 0`` (eq. 10-11, Lemma 2).
-
-    ``w_{l+1} = w_l + A_l grad R(w_l)`` with ``R(w) = (1/2n) sum_{i<=n} (w^T x^(i) - y^(i))^2``;
-    with ``A_l = -gamma_l I`` this is plain GD with step ``gamma_l`` (the paper's sign: ``-A_l`` is
-    the preconditioner). All ``n`` context examples enter ``R`` (eq. 10 sums ``i = 1..n``).
-
-    By Lemma 2, ``w_l`` is the weight vector the eq. 9 transformer with symmetric
-    ``A_0, ..., A_{l-1}`` uses after ``l`` layers. For a non-symmetric ``A_l`` the transformer
-    matches this function called with the transposes ``A_l^T`` (see the module docstring).
-
-    Args:
-        X: ``(B, n, d)`` context inputs (row ``i`` is ``x^(i)``).
-        y: ``(B, n)`` context labels.
-        A_list: ``(L, d, d)`` array or a sequence of ``L`` ``(d, d)`` arrays, ``L >= 1``.
-
-    Returns:
-        ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
-    """
-    A = _check_stack("A_list", A_list, _check_regression(X, y))
-    return _pgd_iterates(X, y, A)
-
-
-@jax.jit
-def _pgd_iterates(X: jax.Array, y: jax.Array, A: jax.Array) -> jax.Array:
-    B, _, d = X.shape
-
-    def step(w, A_l):
-        w_new = w + jnp.einsum("ij,bj->bi", A_l, _grad_R(X, y, w))
-        return w_new, w_new
-
-    w0 = jnp.zeros((B, d), dtype=jnp.result_type(X, y, A))
-    _, ws = jax.lax.scan(step, w0, A)
-    return jnp.concatenate([w0[None], ws], axis=0)
-
-
-def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax.Array:
-    """Prediction ``<w_L, x_q>`` after ``L`` preconditioned GD steps from
-    ``w_0 = 0`` (eq. 11, Lemma 2).
-
-    See :func:`preconditioned_gd_iterates` for the update and its conventions.
-
-    Args:
-        X: ``(B, n, d)`` context inputs.
-        y: ``(B, n)`` context labels.
-        x_q: ``(B, d)`` query inputs ``x^(n+1)``.
-        A_list: ``(L, d, d)`` (or a sequence of ``L`` ``(d, d)`` arrays).
-
-    Returns:
-        ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
-    """
-    A = _check_stack("A_list", A_list, _check_regression(X, y, x_q))
-    return jnp.einsum("bi,bi->b", _pgd_iterates(X, y, A)[-1], x_q)
-
-
-def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> jax.Array:
-    """GD++ (von Oswald et al. 2022) in the preconditioned form of Ahn et al.
-    Sec. 6 (eq. 13, App. C.1).
-
-    Each step interleaves (i) a preconditioned GD step (eq. 11) on the least-squares loss of the
-    *current* covariates ``x_l = S_l x`` and (ii) a linear transform of every covariate (context and
-    query), ``x_{l+1} = (I + B_l G_l A_l) x_l`` with ``G_l = (1/n) sum_{i<=n} x_l^(i) x_l^(i)T``
-    (the paper's ``X_{k+1} = X_k + B_k X_k M X_k^T A_k X_k``; von Oswald et al.'s curvature
-    correction ``x <- (I - gamma X X^T) x`` when ``A_l = a_l I``, ``B_l = b_l I``,
-    ``a_l b_l = -gamma n``). The predictor's values at the tokens are kept through (ii), so in the
-    original coordinates, with ``w_0 = 0`` and ``S_0 = I``::
-
-        w_{l+1} = w_l + S_l^T A_l S_l grad R(w_l)          (R of eq. 10 on the original data)
-        S_{l+1} = (I + B_l S_l G_0 S_l^T A_l) S_l,         G_0 = (1/n) sum_{i<=n} x^(i) x^(i)T,
-
-    and the prediction is ``<w_L, x_q>``. With ``B_l = 0`` this is :func:`preconditioned_gd`. For
-    the symmetric ``A_l`` of eq. 13 it equals ``sparse_predict({"A": A_list, "B": B_list}, Z0)``.
-
-    Args:
-        X: ``(B, n, d)`` context inputs.
-        y: ``(B, n)`` context labels.
-        x_q: ``(B, d)`` query inputs.
-        A_list: ``(L, d, d)`` preconditioners (or a sequence of ``(d, d)``).
-        B_list: ``(L, d, d)`` covariate-transform blocks (same ``L``).
-
-    Returns:
-        ``(B,)`` predictions.
-    """
-    dims = _check_regression(X, y, x_q)
-    A = _check_stack("A_list", A_list, dims)
-    Bs = _check_stack("B_list", B_list, dims, what="like A_list")
-    return _gdpp(X, y, x_q, A, Bs)
-
-
-@jax.jit
-def _gdpp(X: jax.Array, y: jax.Array, x_q: jax.Array, A: jax.Array, Bs: jax.Array) -> jax.Array:
-    Bsz, n, d = X.shape
-    G0 = jnp.einsum("bni,bnj->bij", X, X) / n  # (B, d, d)
-    I = jnp.eye(d, dtype=G0.dtype)
-
-    def step(carry, AB):
-        w, S = carry
-        A_l, B_l = AB
-        g = _grad_R(X, y, w)  # (B, d)
-        step_dir = jnp.einsum("bji,jk,bkl,bl->bi", S, A_l, S, g)  # S^T A S g
-        G_l = jnp.einsum("bij,bjk,blk->bil", S, G0, S)  # S G0 S^T
-        T = I + jnp.einsum("ij,bjk,kl->bil", B_l, G_l, A_l)
-        return (w + step_dir, jnp.einsum("bij,bjk->bik", T, S)), None
-
-    w0 = jnp.zeros((Bsz, d), dtype=jnp.result_type(X, y, A, Bs))
-    S0 = jnp.broadcast_to(I, (Bsz, d, d)).astype(w0.dtype)
-    (wL, _), _ = jax.lax.scan(step, (w0, S0), (A, Bs))
-    return jnp.einsum("bi,bi->b", wL, x_q)
-
-
 # ----------------------------------------------------------------------------------------------
 # Theorem 1
 # ----------------------------------------------------------------------------------------------
-
-
-def theorem1_optimal_A(Sigma, n: int, w_cov: str = "identity") -> jax.Array:
-    """Single-layer global optimum of Theorem 1 (eq. 8), as the ``A_0`` of eq. 9.
-
-    **This is the paper's formula, transcribed; a later issue verifies it exactly.**
-
-    With ``b = e_{d+1}`` (i.e. ``P_0 = [[0, 0], [0, 1]]``) and ``Q_0 = [[A, 0], [0, 0]]``:
-
-    * ``w_cov="identity"`` (Theorem 1: ``x ~ N(0, Sigma)``, ``w* ~ N(0, I_d)``,
-      ``Sigma = U Lambda U^T``)::
-
-          A = -U diag( 1 / ((n+1)/n * lambda_i + (1/n) sum_k lambda_k) ) U^T        (eq. 8)
-
-      which for ``Sigma = I`` is ``-1 / ((n-1)/n + (d+2)/n) I = -n/(n+d+1) I``.
-    * ``w_cov="inverse_sigma"`` (``w* ~ N(0, Sigma^{-1})``, the setting of Theorems 4-5): the paper
-      states no Theorem-1 formula for this prior. Writing ``x = Sigma^{1/2} x_bar``,
-      ``w* = Sigma^{-1/2} w_bar`` (Sec. 5.2's "distorted view") maps it to the isotropic case, whose
-      optimum ``-n/(n+d+1) I`` transforms to ``A = -n/(n+d+1) Sigma^{-1}`` (derived here, not stated
-      in the paper).
-
-    The optimum is unique only up to ``b <- gamma b``, ``A <- A / gamma``; ``-A`` is the
-    preconditioner of the one GD step (Lemma 2) and ``sparse_predict({"A": A[None]}, Z0)`` is the
-    optimal predictor.
-
-    Args:
-        Sigma: ``(d, d)`` symmetric positive-definite input covariance.
-        n: number of context examples, ``n >= 1``.
-        w_cov: ``"identity"`` or ``"inverse_sigma"``, the covariance of ``w*``.
-
-    Returns:
-        ``(d, d)`` symmetric negative-definite ``A``.
-    """
-    v.spd_matrix("Sigma", Sigma)
-    n = v.positive_int("n", n)
-    if w_cov not in ("identity", "inverse_sigma"):
-        raise ValueError(f"w_cov must be 'identity' or 'inverse_sigma', got {w_cov!r}")
-    S = jnp.asarray(Sigma)
-    S = (S + S.T) / 2
-    d = S.shape[0]
-    lam, U = jnp.linalg.eigh(S)
-    if w_cov == "identity":
-        diag = 1.0 / ((n + 1) / n * lam + jnp.sum(lam) / n)
-    else:
-        diag = (n / (n + d + 1)) / lam
-    A = -(U * diag) @ U.T
-    return (A + A.T) / 2

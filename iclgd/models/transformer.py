@@ -17,32 +17,18 @@ The losses of Sec. 4 for any Part II model (``predict(params, batch) -> (B, K)``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import checks as v
-from ..representation import (
-    RepresentationBatch,
-    check_spec,
-    sample_representation_tasks,
-    y_star,
-)
 
 __all__ = [
     "layer_norm",
     "init_transformer",
     "transformer_predict",
-    "sampled_population_loss",
-    "InferenceSet",
-    "inference_sets",
-    "inference_metrics",
-    "copy_prompt_loss",
-    "copy_prompt_gap",
 ]
 
 
@@ -324,139 +310,3 @@ def _transformer_forward(params, inputs, causal, n_keys):
 # ----------------------------------------------------------------------------------------------
 # Sec. 4: the training loss (eq. 9, sampled), the inference loss of Fig. 2 and a baseline
 # ----------------------------------------------------------------------------------------------
-
-
-def _predict_fn(model) -> Callable:
-    predict = getattr(model, "predict", model)
-    return v.function("model", predict, "an iclgd Model or a function predict(params, batch)")
-
-
-def sampled_population_loss(model, batch: int) -> Callable:
-    """The population loss of eq. 9 estimated on ``batch`` fresh prompts per call.
-
-    ``L(theta) = 1/2 E[(1/K) sum_k (y_hat_k - y_k)^2]``, ``lambda ~ N(spec.lam_mean,
-    spec.lam_std^2 I)`` and the label noise of eq. 1; the dictionary is ``spec``'s.
-
-    Args:
-        model: an iclgd :class:`~iclgd.models.Model` of Part II, or ``predict(params, batch) ->
-            (B, K)``.
-        batch: prompts per call, ``>= 1``.
-
-    Returns:
-        ``loss(params, key, spec) -> ()``; pass ``args=(spec,)`` to :func:`iclgd.train`.
-    """
-    predict = _predict_fn(model)
-    batch = v.positive_int("batch", batch)
-
-    def loss(params, key, spec):
-        b = sample_representation_tasks(key, spec, batch)
-        return 0.5 * jnp.mean((predict(params, b) - b.y_all) ** 2)
-
-    return loss
-
-
-class InferenceSet(NamedTuple):
-    """Fixed test prompts and their targets ``y_star`` (eq. 22) for the inference loss of Fig. 2.
-
-    Attributes:
-        batch: ``B`` prompts (:class:`~iclgd.representation.RepresentationBatch`).
-        target: ``(B, K)`` ``y_star = (y, (Z^Q)^T lam_hat)`` with ``lam_hat`` of eq. 20.
-    """
-
-    batch: RepresentationBatch
-    target: jax.Array
-
-
-def inference_sets(key: jax.Array, spec, n: int = 200) -> dict[str, InferenceSet]:
-    """Sec. 4's test sets: ``n`` prompts with ``lambda ~ N(0, I_m)`` (``"in"``, in domain) and ``n``
-    with ``lambda ~ N(1_m, 4 I_m)`` (``"ood"``, out of domain), each with its ``y_star``.
-
-    Args:
-        key: PRNG key (split into one key per set).
-        spec: the task (:func:`~iclgd.representation.make_representation_spec`); its own ``lambda``
-            law is not used.
-        n: prompts per set, ``>= 1`` (the paper: 200).
-
-    Returns:
-        ``{"in": InferenceSet, "ood": InferenceSet}``.
-    """
-    v.prng_key("key", key)
-    spec = check_spec(spec)
-    n = v.positive_int("n", n)
-    k_in, k_ood = jax.random.split(key)
-    laws = {"in": (k_in, 0.0, 1.0), "ood": (k_ood, 1.0, 2.0)}
-    out = {}
-    for name, (k, mean, std) in laws.items():
-        b = sample_representation_tasks(k, spec, n, lam_mean=mean, lam_std=std)
-        out[name] = InferenceSet(b, y_star(spec, b.y))
-    return out
-
-
-def _check_sets(sets) -> dict:
-    if not isinstance(sets, dict) or not sets:
-        raise v.ArgumentTypeError(
-            "sets must be a non-empty dict name -> InferenceSet (from inference_sets), "
-            f"got {type(sets).__name__} {sets!r:.60}"
-        )
-    for name, s in sets.items():
-        v.container(f"sets[{name!r}]", s, InferenceSet, "an InferenceSet (from inference_sets)")
-        v.array(f"sets[{name!r}].target", s.target, "B K", v.Dims(B=s.batch.y_all.shape[0]))
-    return sets
-
-
-def inference_metrics(model, sets: dict) -> Callable:
-    """The inference loss of Fig. 2, ``(1/K) ||y_hat - y_star||^2`` averaged over each test set.
-
-    Args:
-        model: an iclgd Part II :class:`~iclgd.models.Model`, or
-            ``predict(params, batch) -> (B, K)``.
-        sets: name -> :class:`InferenceSet` (from :func:`inference_sets`).
-
-    Returns:
-        ``metrics(params) -> {name: ()}`` (jittable; pass it to :func:`iclgd.train` as ``metrics``).
-    """
-    predict = _predict_fn(model)
-    sets = _check_sets(sets)
-
-    def metrics(params):
-        return {
-            name: jnp.mean(jnp.sum((predict(params, s.batch) - s.target) ** 2, axis=-1))
-            / s.target.shape[-1]
-            for name, s in sets.items()
-        }
-
-    return metrics
-
-
-def copy_prompt_loss(spec) -> float:
-    """Eq. 9's loss of the baseline ``y_hat = (y_1, ..., y_N, 0, ..., 0)`` (copy the prompt labels,
-    predict 0 for the unseen tokens), exactly, under ``lambda ~ N(0, I_m)``.
-
-    Each unseen token contributes ``E y_k^2 = ||z_k||^2 + m tau``, so the loss is
-    ``1/(2K) sum_{k>N} (||z_k||^2 + m tau)``.
-
-    Returns:
-        The loss, a float.
-    """
-    spec = check_spec(spec)
-    per_token = np.sum(np.asarray(spec.ZQ, np.float64) ** 2, axis=0) + spec.m * float(spec.tau)
-    return float(per_token.sum() / (2 * spec.K))
-
-
-def copy_prompt_gap(sets: dict) -> dict[str, float]:
-    """The inference loss of the same baseline: ``(1/K) ||(y, 0) - y_star||^2`` averaged over each
-    test set, i.e. ``(1/K) sum_{k>N} y_star_k^2``.
-
-    Args:
-        sets: name -> :class:`InferenceSet` (from :func:`inference_sets`).
-
-    Returns:
-        name -> the baseline's inference loss (a float).
-    """
-    sets = _check_sets(sets)
-    out = {}
-    for name, s in sets.items():
-        N = s.batch.y.shape[-1]
-        t = np.asarray(s.target, np.float64)
-        out[name] = float(np.mean(np.sum(t[:, N:] ** 2, axis=-1)) / t.shape[-1])
-    return out

@@ -39,7 +39,7 @@ def heads_optimum(
 ) -> Figure:
     """Optimal risk of H-head LSA against H (multihead_theory, Theorem 1, in Fig. 2's setting).
 
-    Open markers: the subspace search of :func:`iclgd.exact.best_lsa` (H < d, exact up to solver
+    Open markers: the subspace search of :func:`iclgd.exact.lsa_search` (H < d, exact up to solver
     precision); filled markers: the exact optimum (constructions, H >= d); dotted line: the floor
     over all H; dashed red: one GD step from w*. Drawn in
     ``part1/multihead_theory.ipynb``.
@@ -48,8 +48,8 @@ def heads_optimum(
         heads: head counts H, shape (n,), increasing.
         risk: best risk found for each H, shape (n,).
         exact: bool, shape (n,): True where ``risk`` comes from a construction, False where it
-            comes from the subspace search (``exact.best_lsa``).
-        floor: the best risk over all multi-head LSA (``exact.best_multihead_lsa(...).risk``).
+            comes from the subspace search (``exact.lsa_search``).
+        floor: the best risk over all multi-head LSA (``exact.lsa_optimum(...).risk``).
         gd_risk: exact risk of one GD step from w* with the optimal step.
         d, C: dimension and context length (title, and the vertical line at H = d).
         w_star: the prior mean, shape (d,) (title).
@@ -223,7 +223,7 @@ def fig2_heads(
         losses_sampled: H -> per-step minibatch loss of one sampled run, shape (steps,); at least
             the heads in ``show``.
         losses_exact: H -> exact risk before each exact-gradient step, shape (exact_steps,).
-        floor: the optimum for H >= d (``exact.best_multihead_lsa(...).risk``).
+        floor: the optimum for H >= d (``exact.lsa_optimum(...).risk``).
         gd_risk: exact risk of one GD step from w* with the optimal step.
         d: dimension (the line at H = d, the default ``show``, the zoom).
         risk_sampled_sd: standard deviation over seeds, shape (n,), or None (one seed: no bars).

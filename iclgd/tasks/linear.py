@@ -1,4 +1,4 @@
-"""In-context linear-regression tasks shared by the three papers.
+"""In-context linear-regression tasks: Parts I and III (Xie et al.; Ahn et al.).
 
 A *prior* fixes the task distribution:
 
@@ -14,6 +14,9 @@ A :class:`TaskBatch` holds the raw arrays; :func:`embed` builds Part I's embeddi
 initial guess ``y_q``, and :func:`embed_zero_query` builds Part III's embedding
 (eq. 1), i.e. ``y_q = 0``.
 
+Part III's prompts (Ahn et al. Secs. 5.3, 6.1): :func:`sample_paper_prompts` draws a Haar-rotated
+``Sigma = U^T D^2 U`` per key with ``w* ~ N(0, Sigma^{-1})`` (:func:`paper_sigma`).
+
 Shapes: ``B`` batch (prompts), ``C`` context length, ``d`` input dimension.
 """
 
@@ -26,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import checks as v
+from .. import checks as v
 
 __all__ = [
     "Prior",
@@ -41,6 +44,10 @@ __all__ = [
     "embed_zero_query",
     "linear_guess",
     "unembed",
+    "haar_orthogonal",
+    "paper_sigma",
+    "PaperPrompts",
+    "sample_paper_prompts",
 ]
 
 
@@ -463,3 +470,83 @@ def unembed(E: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
         )
     X = jnp.swapaxes(E[:, :-1, :-1], 1, 2)
     return X, E[:, -1, :-1], E[:, :-1, -1], E[:, -1, -1]
+
+
+def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
+    """A Haar-distributed ``(d, d)`` orthogonal matrix (QR of a Gaussian matrix, signs fixed by
+    the diagonal of ``R``, so that the law is uniform)."""
+    v.prng_key("key", key)
+    d = v.positive_int("d", d)
+    G = jax.random.normal(key, (d, d))
+    Qm, R = jnp.linalg.qr(G)
+    return Qm * jnp.sign(jnp.diag(R))[None, :]
+
+
+def paper_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
+    """``Sigma = U^T D^2 U`` of Secs. 5.3 and 6.1, ``U`` Haar, ``D = diag(diag)`` (the paper's
+    ``(1, 1, 0.5, 0.25, 1)`` by default)."""
+    D = _diag(diag)
+    U = haar_orthogonal(key, D.shape[0])
+    S = U.T @ (D[:, None] ** 2 * U)
+    return (S + S.T) / 2
+
+
+def _diag(diag) -> jax.Array:
+    """Check the diagonal of ``D`` (a non-empty vector of finite positive numbers)."""
+    D = v.array("diag", diag, "d")
+    if not v.is_tracer(D) and not np.all(np.asarray(D) > 0):
+        raise ValueError(f"diag must be a vector of positive numbers, got {diag!r}")
+    return jnp.asarray(D, dtype=float)
+
+
+class PaperPrompts(NamedTuple):
+    """Prompts of Secs. 5.3 and 6.1 (:func:`sample_paper_prompts`).
+
+    Attributes:
+        Sigma: ``(d, d)`` the covariance ``U^T D^2 U`` of this key.
+        Z0: ``(B, d+1, n+1)`` embeddings of eq. 1 (query label 0).
+        y: ``(B,)`` query labels ``<w*, x^(n+1)>``.
+    """
+
+    Sigma: jax.Array
+    Z0: jax.Array
+    y: jax.Array
+
+
+def sample_paper_prompts(
+    key: jax.Array, n: int, batch: int, draw=0, diag=(1.0, 1.0, 0.5, 0.25, 1.0)
+) -> PaperPrompts:
+    """``Sigma`` and ``batch`` prompts of Secs. 5.3 / 6.1, all drawn from one key (jittable).
+
+    ``Sigma = U^T D^2 U`` with ``U`` Haar from ``fold_in(key, 0)`` (as :func:`paper_sigma`), then
+    ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar`` with ``x_bar, w_bar`` standard normal
+    from ``fold_in(key, 1 + draw)`` (``draw = 0``: the training batch; other values: fresh prompts
+    of the same ``Sigma``), so ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})`` and
+    ``y = <x_bar, w_bar>``. Under ``jit``/``vmap`` over keys, every key gets its own ``Sigma``
+    (the paper's "each time we sample a different Sigma").
+
+    Args:
+        key: a PRNG key; n: context examples; batch: prompts; draw: which batch (an integer,
+        may be traced); diag: the diagonal of ``D``.
+
+    Returns:
+        :class:`PaperPrompts`.
+    """
+    v.prng_key("key", key)
+    n = v.positive_int("n", n)
+    batch = v.positive_int("batch", batch)
+    if not v.is_tracer(draw):
+        v.positive_int("draw", draw, minimum=0)
+    D = _diag(diag)
+    d = D.shape[0]
+    k0, k1 = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1 + draw)
+    U = haar_orthogonal(k0, d)
+    root = U.T @ (D[:, None] * U)  # Sigma^{1/2}
+    Sigma = root @ root
+    z = jax.random.normal(k1, (batch, n + 2, d))  # rows 0..n: x_bar, row n+1: w_bar
+    xb, wb = z[:, : n + 1], z[:, n + 1]
+    X = xb @ root  # (B, n+1, d), rows x^(i)T
+    yy = jnp.einsum("bcd,bd->bc", xb, wb)  # (B, n+1)
+    top = jnp.swapaxes(X, 1, 2)  # (B, d, n+1)
+    bottom = yy.at[:, n].set(0.0)[:, None, :]
+    return PaperPrompts((Sigma + Sigma.T) / 2, jnp.concatenate([top, bottom], 1), yy[:, n])

@@ -35,10 +35,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import checks as v
-from . import exact
-from .models.lsa import init_lsa, lsa_reduced
-from .tasks import make_prior, sample_tasks
+from .. import checks as v
+from .. import exact
+from ..models.lsa import init_lsa, lsa_reduced
+from ..tasks import make_prior, sample_tasks
 
 __all__ = ["SweepConfig", "LSASweep", "along_ones"]
 

@@ -1,10 +1,11 @@
 """The trainer: optax optimisers, ``jit`` + ``lax.scan``, one compilation reused across calls.
 
 :func:`train` minimises ``loss_fn(params, key, *args) -> scalar``. A sampled loss draws a fresh
-batch of prompts from ``key`` at every step (:func:`sampled_loss`); an exact population risk ignores
-the key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm bar advances (on stderr)
-and the loop checks for divergence: a non-finite loss, gradient or parameter stops the run, the
-parameters of the last finite step are kept, and the result says where and why it stopped.
+batch of prompts from ``key`` at every step (:func:`~iclgd.training.sampled_loss`); an exact
+population risk ignores the key. Steps run in jitted chunks of ``lax.scan``; between chunks a tqdm
+bar advances (on stderr) and the loop checks for divergence: a non-finite loss, gradient or
+parameter stops the run, the parameters of the last finite step are kept, and the result says
+where and why it stopped.
 
 What the trainer offers the chapters:
 
@@ -40,24 +41,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import checks as v
-from .metrics import mse
-from .models import Model
-from .tasks import Prior, TaskBatch, check_prior, sample_tasks
+from .. import checks as v
+from ..models import Model
+from .optim import _build, _resolve
 
 __all__ = [
     "TrainResult",
     "History",
     "train",
     "train_seeds",
-    "sampled_loss",
-    "make_optimizer",
-    "evaluate",
     "trace_count",
 ]
 
 LossFn = Callable[..., jax.Array]
-OPTIMIZERS = ("adam", "adamw", "sgd", "lbfgs")
 
 
 class History(NamedTuple):
@@ -96,61 +92,6 @@ class TrainResult(NamedTuple):
     message: str
     history: History | None = None
     aux: Any = None
-
-
-# ----------------------------------------------------------------------------------------------
-# Optimisers
-# ----------------------------------------------------------------------------------------------
-
-
-def _base(name: str, lr) -> optax.GradientTransformation:
-    if name == "lbfgs":
-        return optax.lbfgs()
-    return {"adam": optax.adam, "adamw": optax.adamw, "sgd": optax.sgd}[name](lr)
-
-
-def _check_lr(name: str, lr) -> float:
-    lr = v.nonneg_float(name, lr)
-    if lr == 0:
-        raise ValueError(f"{name} must be > 0, got 0")
-    return lr
-
-
-def _build(name: str, lr) -> optax.GradientTransformation:
-    """The optax transformation for ``name`` with learning rate(s) ``lr`` (a scalar or a dict)."""
-    if isinstance(lr, dict):
-        groups = tuple(sorted(lr))
-
-        def labels(params):
-            return {k: k for k in params}
-
-        return optax.multi_transform({g: _base(name, lr[g]) for g in groups}, labels)
-    return _base(name, lr)
-
-
-def make_optimizer(
-    name: str = "adam", learning_rate: float | dict = 5e-4
-) -> optax.GradientTransformation:
-    """An optax optimiser by name: ``"adam"``, ``"adamw"``, ``"sgd"`` or ``"lbfgs"``.
-
-    Args:
-        name: the optimiser.
-        learning_rate: a rate ``> 0``, or a dict ``{group: rate}`` giving each top-level entry of a
-            parameter dict its own rate (``optax.multi_transform``). Ignored by ``"lbfgs"``, which
-            uses optax's zoom line search and needs a deterministic loss (an exact risk, or
-            ``fixed_key=True`` in :func:`train`).
-    """
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
-    return _build(name, _lr_spec(learning_rate))
-
-
-def _lr_spec(learning_rate):
-    if isinstance(learning_rate, dict):
-        if not learning_rate:
-            raise ValueError("learning_rate must be a number > 0 or a non-empty dict {group: rate}")
-        return {str(k): _check_lr(f"learning_rate[{k!r}]", r) for k, r in learning_rate.items()}
-    return _check_lr("learning_rate", learning_rate)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -240,32 +181,6 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
         for k in [k for k in _VMAPPED if k[0] is old]:
             del _VMAPPED[k]
     return fn
-
-
-def _resolve(optimizer, learning_rate):
-    """``(opt_key, optimizer object, lr pytree, is_lbfgs)`` for the cache."""
-    if isinstance(optimizer, str):
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-        lr = _lr_spec(learning_rate)
-        groups = tuple(sorted(lr)) if isinstance(lr, dict) else ()
-        lr_tree = tuple(jnp.float32(lr[g]) for g in groups) if groups else jnp.float32(lr)
-        return (optimizer, groups), _build(optimizer, lr), lr_tree, optimizer == "lbfgs"
-    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
-        raise v.ArgumentTypeError(
-            f"optimizer must be an optax GradientTransformation or one of {OPTIMIZERS}, "
-            f"got {type(optimizer).__name__}"
-        )
-    return (optimizer, ()), optimizer, jnp.float32(0.0), _is_lbfgs(optimizer)
-
-
-def _is_lbfgs(opt) -> bool:
-    try:
-        state = opt.init({"x": jnp.zeros(1)})
-    except Exception:  # pragma: no cover - an exotic transformation
-        return False
-    leaves = jax.tree_util.tree_leaves(state, is_leaf=lambda s: hasattr(s, "_fields"))
-    return any("Linesearch" in type(s).__name__ for s in leaves)
 
 
 def _check_args(args) -> tuple:
@@ -730,72 +645,3 @@ def _vmapped(run, n_args: int = 0, n_seed_args: int = 0):
         fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, None, None, None, arg_axes)))
         _VMAPPED[cache_key] = fn
         return fn
-
-
-# ----------------------------------------------------------------------------------------------
-# Losses and evaluation
-# ----------------------------------------------------------------------------------------------
-
-
-def sampled_loss(
-    model: Model | Callable[[Any, TaskBatch], jax.Array], prior: Prior | None, C: int, batch: int
-) -> LossFn:
-    """The Monte Carlo ICL risk: a fresh batch of ``batch`` prompts from ``key`` at each call.
-
-    Args:
-        model: a :class:`~iclgd.models.Model`, or ``predict(params, tasks) -> (B,)``.
-        prior: the task distribution; ``None`` makes the prior an argument of the loss,
-            ``loss(params, key, prior)``, so that :func:`train` with ``args=(prior,)`` trains every
-            prior of a sweep with one compilation.
-        C: context length.
-        batch: prompts per step.
-
-    Returns:
-        ``loss(params, key) -> ()`` (or ``loss(params, key, prior)``), the mean squared error of the
-        query predictions.
-    """
-    C = v.positive_int("C", C)
-    batch = v.positive_int("batch", batch)
-    predict = model.predict if isinstance(model, Model) else model
-    v.function("model", predict, "an iclgd Model or a function predict(params, tasks)")
-    if prior is not None:
-        check_prior(prior)
-
-    def loss_with_prior(params, key, prior):
-        tasks = sample_tasks(key, prior, C, batch)
-        return mse(predict(params, tasks), tasks.y_target)
-
-    if prior is None:
-        return loss_with_prior
-
-    def loss(params, key):
-        return loss_with_prior(params, key, prior)
-
-    return loss
-
-
-def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args: tuple = ()):
-    """Monte Carlo estimate of a sampled loss over ``n_batches`` fresh batches.
-
-    Returns:
-        ``(mean, standard_error)`` over the batches, as floats.
-
-    Raises:
-        ValueError: if the loss is not a scalar or is not finite on some batch.
-    """
-    n_batches = v.positive_int("n_batches", n_batches, 2)
-    v.prng_key("key", key)
-    v.function("loss_fn", loss_fn, _LOSS_FN)
-    args = _check_args(args)
-    v.finite_tree("params", params)
-    keys = jax.random.split(key, n_batches)
-    vals = np.asarray(
-        jax.lax.map(lambda k: _loss_output(loss_fn(params, k, *args), False)[0], keys)
-    )
-    bad = np.flatnonzero(~np.isfinite(vals))
-    if bad.size:
-        raise ValueError(
-            f"loss_fn returned {vals[bad[0]]} on batch {int(bad[0])} of {n_batches} (the loss is "
-            "not finite at these params: a diverged model, or an overflow in the loss)"
-        )
-    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches))

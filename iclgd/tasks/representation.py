@@ -1,4 +1,4 @@
-"""In-context learning with representations: the task family and the ridge predictors of Part II.
+"""In-context learning with representations: the task family of Part II (Yang et al.).
 
 Part II follows Yang, Huang, Liang, Chi, *In-Context Learning with Representations: Contextual
 Generalization of Trained Transformers* (2024). Equation numbers below are the paper's.
@@ -26,8 +26,8 @@ The task family (Sec. 2, eq. 1-4)
 Notation (eq. 12, 19): ``Z = (z_1, ..., z_N) in R^{m x N}`` (prompt features),
 ``Z^Q = (z_{N+1}, ..., z_K) in R^{m x (K-N)}`` (query features), ``Z_hat = (Z, Z^Q) in R^{m x K}``.
 
-Predictors the paper compares against (Sec. 3.2-3.3)
-----------------------------------------------------
+Predictors the paper compares against (Sec. 3.2-3.3; :mod:`iclgd.baselines`, :mod:`iclgd.exact`)
+--------------------------------------------------------------------------------------------------
 * eq. 20: the ridge regression the trained transformer implements, regulariser ``m tau / (2N)``;
   eq. 22: ``y_star = (y, (Z^Q)^T lambda_hat)``.
 * eq. 25 (= eq. 24 by Lemma 4): the "best possible" ridge regression, regulariser ``tau / 2``;
@@ -50,28 +50,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import checks as v
-from .baselines import ridge_weights
+from .. import checks as v
 
 __all__ = [
     "RepresentationSpec",
     "RepresentationBatch",
     "make_representation_spec",
+    "check_spec",
     "random_dictionary",
     "sample_lambda",
     "representation_labels",
     "sample_representation_tasks",
     "embed_representation",
-    "ridge_eq20",
-    "ridge_eq25",
-    "y_star",
-    "y_best",
-    "limit_matrix",
-    "optimal_loss",
-    "ridge_matrix",
-    "label_moment",
-    "prediction_gap",
-    "ridge_gap_sweep",
 ]
 
 
@@ -322,7 +312,7 @@ def _assemble_spec(tokens, features, tau, lam_mean, lam_std, N):
 def check_spec(spec, name: str = "spec") -> RepresentationSpec:
     """Check that ``spec`` is a :class:`RepresentationSpec` with consistent shapes and (when
     concrete) finite entries, ``tau >= 0`` and ``lam_std >= 0``; return it."""
-    what = "an iclgd.representation.RepresentationSpec (use make_representation_spec)"
+    what = "an iclgd.tasks.RepresentationSpec (use make_representation_spec)"
     v.container(name, spec, RepresentationSpec, what)
     dims = v.Dims()
     v.array(f"{name}.tokens_P", spec.tokens_P, "N d", dims)
@@ -469,337 +459,3 @@ def _sample(key, spec, mean, std, batch):
     lam = mean + std * z[:, :m]
     eps = jnp.sqrt(spec.tau) * z[:, m:].reshape(batch, K, m)
     return _batch_from(spec, lam, eps)
-
-
-# ----------------------------------------------------------------------------------------------
-# Ridge regression over the basis (eq. 20, 25) and the predictors of eq. 22, 23, 27, 34.
-# ----------------------------------------------------------------------------------------------
-
-
-def _check_Zy(Z, y) -> tuple[int, int]:
-    dims = v.Dims()
-    Z = v.array("Z", Z, "m N", dims)
-    v.array("y", y, "B N", dims, what=f"to match Z of shape (m, N) = {tuple(Z.shape)}")
-    return dims["m"], dims["N"]
-
-
-def ridge_eq20(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
-    """The transformer's ridge regression, eq. 20.
-
-    ``lam_hat = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + (m tau)/(2N) ||lam||^2``
-    ``       = (Z Z^T + m tau I_m)^{-1} Z y``.
-
-    Args:
-        Z: ``(m, N)`` prompt features.
-        y: ``(B, N)`` prompt labels.
-        tau: noise variance ``tau >= 0``.
-
-    Returns:
-        ``(B, m)``.
-    """
-    m, N = _check_Zy(Z, y)
-    tau = v.scalar("tau", tau, nonneg=True)
-    return ridge_weights(Z.T, y, m * tau / N)
-
-
-def ridge_eq25(Z: jax.Array, y: jax.Array, tau) -> jax.Array:
-    """The best-possible ridge regression, eq. 25 (equivalent to eq. 24 by Lemma 4).
-
-    ``lam_hat_tau = argmin_lam 1/(2N) sum_i (y_i - lam^T f(v_i))^2 + tau/2 ||lam||^2``
-    ``            = (Z Z^T + N tau I_m)^{-1} Z y``.
-
-    Args:
-        Z: ``(m, N)`` prompt features.
-        y: ``(B, N)`` prompt labels.
-        tau: noise variance ``tau >= 0``.
-
-    Returns:
-        ``(B, m)``.
-    """
-    _check_Zy(Z, y)
-    tau = v.scalar("tau", tau, nonneg=True)
-    return ridge_weights(Z.T, y, tau)
-
-
-def y_star(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
-    """The trained transformer's limit output ``y_star = (y, (Z^Q)^T lam_hat)`` of
-    eq. 22 (``lam_hat`` of eq. 20).
-
-    Args:
-        spec: the task.
-        y: ``(B, N)`` prompt labels.
-
-    Returns:
-        ``(B, K)``.
-    """
-    spec = check_spec(spec)
-    lam = ridge_eq20(spec.Z, y, spec.tau)
-    return _complete(y, lam, spec.ZQ)
-
-
-@jax.jit
-def _complete(y, lam, ZQ):
-    return jnp.concatenate([y, lam @ ZQ], axis=1)
-
-
-def y_best(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
-    """The best possible output ``y_best = (y, (Z^Q)^T lam_hat_tau)`` of eq. 23
-    (``lam_hat_tau`` of eq. 25).
-
-    Args:
-        spec: the task.
-        y: ``(B, N)`` prompt labels.
-
-    Returns:
-        ``(B, K)``.
-    """
-    spec = check_spec(spec)
-    lam = ridge_eq25(spec.Z, y, spec.tau)
-    return _complete(y, lam, spec.ZQ)
-
-
-def limit_matrix(spec: RepresentationSpec) -> jax.Array:
-    """The matrix ``A = (Z^T Z + m tau I_N)^{-1} (Z^T Z_hat + (m tau I_N, 0))`` of eq. 34.
-
-    The trained transformer's ``A_hat(theta)`` (eq. 35) converges to ``A``;
-    ``y_star_k = <y, A[:, k]>`` (eq. 27), so ``A[:, :N] = I_N`` for ``tau > 0``.
-
-    At ``tau = 0`` (noise-free labels, Sec. 3.3) ``Z^T Z`` is singular whenever ``N > m``; the
-    paper's ``A`` is then ``Z^dagger Z_hat`` (eq. 26, the Moore-Penrose pseudo-inverse), returned
-    here for every ``N`` (for ``N <= m`` with ``Z`` of full column rank it equals eq. 34). Each
-    column ``Z^dagger z_k`` is the minimum-norm solution of ``Z a = z_k``, a minimiser of the
-    noise-free loss. For ``N > m`` it differs from ``lim_{tau -> 0+} A(tau) = (I_N, Z^dagger Z^Q)``
-    in the first ``N`` columns (``Z^dagger Z != I_N``); both attain the same loss at ``tau = 0``.
-
-    Returns:
-        ``(N, K)``.
-
-    Raises:
-        ValueError: if ``tau > 0`` but ``Z^T Z + m tau I_N`` is numerically singular in ``Z``'s
-            dtype (``m tau`` below rounding of ``Z^T Z``).
-    """
-    spec = check_spec(spec)
-    if not v.is_tracer(spec.tau) and float(spec.tau) == 0.0:
-        return _pinv_limit(spec.Z, spec.Z_hat)
-    G, R = _gram_rhs(spec)
-    _check_gram(G, spec)
-    return _solve(G, R)
-
-
-@jax.jit
-def _pinv_limit(Z, Z_hat):
-    """``Z^dagger Z_hat`` ``(N, K)``: eq. 34 at ``tau = 0`` (Sec. 3.3, eq. 26)."""
-    return jnp.linalg.pinv(Z) @ Z_hat
-
-
-@jax.jit
-def _gram_rhs(spec) -> tuple[jax.Array, jax.Array]:
-    """``G = Z^T Z + m tau I_N`` ``(N, N)`` and ``R = Z^T Z_hat + (m tau I_N, 0)`` ``(N, K)``."""
-    Z, N, K, mt = spec.Z, spec.N, spec.K, spec.m * spec.tau
-    G = Z.T @ Z + mt * jnp.eye(N)
-    R = Z.T @ spec.Z_hat + jnp.concatenate([mt * jnp.eye(N), jnp.zeros((N, K - N))], axis=1)
-    return G, R
-
-
-def _check_gram(G, spec) -> None:
-    """``G`` must be positive definite (relative eigenvalue floor, see
-    :func:`iclgd.checks.spd_matrix`) in the coarser of its dtype and that of ``Z`` (a float32 ``Z``
-    fixes ``G`` to float32 accuracy only), else solving with it returns garbage or NaN."""
-    dt = max(np.dtype(G.dtype), np.dtype(spec.Z.dtype), key=lambda t: np.finfo(t).eps)
-    hint = (
-        "spec needs tau > 0 with m tau above the rounding of Z^T Z, "
-        "or N <= m and Z of full column rank"
-    )
-    v.spd_matrix("Z^T Z + m tau I_N (of spec)", G, dtype=dt, hint=hint)
-
-
-_solve = jax.jit(jnp.linalg.solve)
-
-
-def optimal_loss(spec: RepresentationSpec) -> jax.Array:
-    """``L* = inf_theta L(theta)``, the constant of Lemma 5 (eq. 36), under Assumption 1.
-
-    ``L* = 1/(2K) [ sum_{k<=N} (||z_k||^2 + m tau - (Z^T z_k + m tau e_k)^T G^{-1}
-    (Z^T z_k + m tau e_k)) + sum_{k>N} (||z_k||^2 + m tau - (Z^T z_k)^T G^{-1} Z^T z_k) ]`` with
-    ``G = Z^T Z + m tau I_N``.
-
-    Note: the paper's ``c'_k`` (query tokens, eq. 79 and the second sum of ``L*``) omits the
-    ``+ m tau``; it is needed because eq. 77 gives ``m tau (||a_k||^2 + 1)`` for ``k > N`` -- the
-    label noise ``lambda^T eps_k`` of an unseen token is independent of the prompt and irreducible
-    (``E (lambda^T eps_k)^2 = m tau``). With it, ``L*`` equals the population loss at ``A_hat = A``
-    (:func:`iclgd.models.softmax.population_loss_from_A`); each prompt-token term is exactly 0.
-
-    Returns:
-        ``()``.
-
-    Raises:
-        ValueError: if ``spec``'s ``lambda`` distribution violates
-            Assumption 1 (mean 0, variance 1).
-    """
-    spec = check_spec(spec)
-    if not v.is_tracer(spec.lam_std) and (
-        not np.allclose(np.asarray(spec.lam_mean), 0.0) or not np.isclose(float(spec.lam_std), 1.0)
-    ):
-        raise ValueError(
-            "spec must satisfy Assumption 1 (lam_mean = 0, lam_std = 1) for L* of Lemma 5, "
-            f"got lam_std = {float(spec.lam_std)} and lam_mean with max |.| = "
-            f"{float(np.abs(np.asarray(spec.lam_mean)).max())}"
-        )
-    G, R = _gram_rhs(spec)
-    _check_gram(G, spec)
-    return _optimal_loss(spec, G, R)
-
-
-@jax.jit
-def _optimal_loss(spec, G, R):
-    quad = jnp.sum(R * jnp.linalg.solve(G, R), axis=0)  # (K,)
-    const = jnp.sum(spec.Z_hat**2, axis=0) + spec.m * spec.tau
-    return jnp.sum(const - quad) / (2 * spec.K)
-
-
-# ----------------------------------------------------------------------------------------------
-# Inference (Thm. 2, Sec. 3.2, Fig. 2-3): ridge predictors as matrices and exact expected gaps.
-# ----------------------------------------------------------------------------------------------
-
-
-def ridge_matrix(spec: RepresentationSpec, reg) -> jax.Array:
-    """The ``(N, K)`` matrix ``M`` of the predictor ``y^T M = (y, (Z^Q)^T lam_reg)`` (eq. 22-23).
-
-    ``lam_reg = argmin 1/(2N) sum_i (y_i - lam^T z_i)^2 + reg/2 ||lam||^2
-    = (Z Z^T + N reg I_m)^{-1} Z y``, so ``M = (I_N, Z^T (Z Z^T + N reg I_m)^{-1} Z^Q)``.
-    ``reg = m tau / N`` (eq. 20) gives eq. 34's ``A`` (App. C, eq. 66); ``reg = tau`` (eq. 25) gives
-    the matrix of ``y_best`` (eq. 23).
-
-    Args:
-        spec: the task.
-        reg: the ridge penalty ``> 0`` (in the ``1/(2N)``-normalised objective of eq. 20 and 25).
-
-    Returns:
-        ``(N, K)``.
-    """
-    spec = check_spec(spec)
-    reg = v.scalar("reg", reg)
-    if not v.is_tracer(reg) and not float(reg) > 0:
-        raise ValueError(f"reg must be a ridge penalty > 0, got {float(reg)}")
-    return _ridge_matrix(spec, jnp.asarray(reg, dtype=spec.Z.dtype))
-
-
-@jax.jit
-def _ridge_matrix(spec, reg):
-    Z, m, N = spec.Z, spec.m, spec.N
-    lam_map = jnp.linalg.solve(Z @ Z.T + N * reg * jnp.eye(m), Z)  # (m, N): y -> lam
-    return jnp.concatenate([jnp.eye(N, dtype=Z.dtype), lam_map.T @ spec.ZQ], axis=1)
-
-
-def label_moment(spec: RepresentationSpec, lam_mean=None, lam_std=None) -> jax.Array:
-    """``E[y y^T]`` of the prompt labels ``y = (Z + eps^P)^T lambda`` (eq. 1, 73).
-
-    With ``S = E[lambda lambda^T] = mu mu^T + sigma^2 I_m``: ``E[y y^T] = Z^T S Z + tau tr(S) I_N``.
-    Under Assumption 1 (``S = I_m``) this is ``Z_bar^2 = Z^T Z + m tau I_N`` (eq. 12).
-
-    Args:
-        spec: the task.
-        lam_mean: optional override of ``spec.lam_mean`` (scalar or ``(m,)``), e.g. ``1.0`` for the
-            paper's out-of-domain prompts ``lambda ~ N(1_m, 4 I_m)``.
-        lam_std: optional override of ``spec.lam_std``, e.g. ``2.0``.
-
-    Returns:
-        ``(N, N)``.
-    """
-    spec = check_spec(spec)
-    mean, std = _lambda_law(spec, lam_mean, lam_std)
-    return _label_moment(spec, mean, std)
-
-
-@jax.jit
-def _label_moment(spec, mean, std):
-    Z, N = spec.Z, spec.N
-    S = jnp.outer(mean, mean) + std**2 * jnp.eye(spec.m)
-    return Z.T @ S @ Z + spec.tau * jnp.trace(S) * jnp.eye(N)
-
-
-def prediction_gap(
-    A1: jax.Array, A2: jax.Array, spec: RepresentationSpec, lam_mean=None, lam_std=None
-) -> jax.Array:
-    """The exact ``E_{lambda, eps} [1/K ||y^T A1 - y^T A2||_2^2]`` of two linear predictors.
-
-    This is the normalisation of the paper's Fig. 2 (``1/K ||y_hat - y_star||^2`` with
-    ``A1 = A_hat(theta)``, ``A2 = A``) and Fig. 3 (``1/K ||y_star - y_best||^2``); Theorem 2 bounds
-    half of it, ``1/(2K) ||y_hat - y_star||^2``. It is ``1/K tr(D^T M D)`` with ``D = A1 - A2`` and
-    ``M`` = :func:`label_moment`. Under Assumption 1 and ``A2 = A`` (eq. 34) it equals
-    ``2 (L(A1) - L*)`` by Lemma 5.
-
-    Args:
-        A1, A2: ``(N, K)`` predictor matrices (``y_hat = y^T A``).
-        spec: the task.
-        lam_mean, lam_std: optional overrides of the law of ``lambda`` (see :func:`label_moment`).
-
-    Returns:
-        ``()``.
-    """
-    spec = check_spec(spec)
-    dims = v.Dims(N=spec.N, K=spec.K)
-    A1 = jnp.asarray(v.array("A1", A1, "N K", dims))
-    A2 = jnp.asarray(v.array("A2", A2, "N K", dims))
-    mean, std = _lambda_law(spec, lam_mean, lam_std)
-    return _prediction_gap(A1 - A2, spec, mean, std)
-
-
-@jax.jit
-def _prediction_gap(D, spec, mean, std):
-    M = _label_moment(spec, mean, std)
-    return jnp.sum(D * (M @ D)) / spec.K
-
-
-def ridge_gap_sweep(Z_hat: jax.Array, Ns, tau) -> jax.Array:
-    """Fig. 3's gap ``E [1/K ||y_star - y_best||^2]`` for every prompt length in ``Ns`` (exact).
-
-    The prompt is the first ``N`` of the ``K`` tokens with features ``Z_hat`` (as
-    :func:`make_representation_spec` with the same key gives for every ``N``);
-    ``lambda ~ N(0, I_m)`` (Assumption 1). ``y_star - y_best`` vanishes on the prompt tokens and is
-    ``y^T Z^T Delta Z^Q`` on the others, ``Delta = (G + m tau I)^{-1} - (G + N tau I)^{-1}``,
-    ``G = Z Z^T``; with ``E[y y^T] = Z^T Z + m tau I`` and ``G = sum_i g_i u_i u_i^T``::
-
-        gap(N) = 1/K sum_i c_i (N - m)^2 tau^2 g_i / ((g_i + m tau) (g_i + N tau)^2),
-        c_i = u_i^T Z^Q Z^Q^T u_i
-
-    -- zero at ``N = m``; large where ``G`` has small eigenvalues ``g_i`` (of order ``m tau``),
-    which it has near ``N = m`` (its smallest nonzero one is about ``(sqrt N - sqrt m)^2``).
-    Computed for all ``N`` in one compiled loop (a mask selects the prompt) with linear
-    solves, the same sum without the eigendecomposition.
-
-    Args:
-        Z_hat: ``(m, K)`` features of the whole dictionary.
-        Ns: prompt lengths, each ``1 <= N < K``.
-        tau: noise variance ``> 0``.
-
-    Returns:
-        ``(len(Ns),)``.
-    """
-    Z_hat = jnp.asarray(v.array("Z_hat", Z_hat, "m K"))
-    m, K = Z_hat.shape
-    Ns = np.asarray(Ns)
-    if Ns.ndim != 1 or Ns.size == 0 or not np.issubdtype(Ns.dtype, np.integer):
-        raise ValueError(f"Ns must be a non-empty 1-d sequence of ints, got {Ns!r}")
-    if Ns.min() < 1 or Ns.max() >= K:
-        raise ValueError(f"Ns must lie in 1 <= N < K = {K}, got {Ns.min()} .. {Ns.max()}")
-    tau = v.positive_float("tau", tau)
-    return _ridge_gap_sweep(Z_hat, jnp.asarray(Ns), jnp.asarray(tau, dtype=Z_hat.dtype))
-
-
-@jax.jit
-def _ridge_gap_sweep(Z_hat, Ns, tau):
-    m, K = Z_hat.shape
-
-    def one(N):
-        w = (jnp.arange(K) < N).astype(Z_hat.dtype)  # prompt tokens
-        G = (Z_hat * w) @ Z_hat.T  # Z Z^T
-        GQ = (Z_hat * (1 - w)) @ Z_hat.T  # Z^Q Z^Q^T
-        eye = jnp.eye(m, dtype=Z_hat.dtype)
-        # Delta (G^2 + m tau G) Delta = (N - m)^2 tau^2 P2 G P1 P2 (all commute), P = (G + . I)^-1
-        P2GQ = jnp.linalg.solve(G + N * tau * eye, GQ)
-        P2GQP2 = jnp.linalg.solve(G + N * tau * eye, P2GQ.T)
-        P1G = jnp.linalg.solve(G + m * tau * eye, G)
-        return (N - m) ** 2 * tau**2 * jnp.sum(P1G.T * P2GQP2) / K
-
-    return jax.lax.map(one, Ns)  # a vmapped batched solve hung on a second call (jax 0.10.2, CPU)

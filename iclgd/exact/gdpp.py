@@ -1,0 +1,413 @@
+r"""GD++ on the set of Theorem 5, exactly (Ahn, Cheng, Daneshmand, Sra 2023, Sec. 6, eq. 13).
+
+With ``A_l = a_l Sigma^{-1}`` and ``B_l = b_l I`` everything whitens (:func:`gdpp_residual`): the
+prediction error is a polynomial ``q`` of the whitened context Gram matrix, and the loss
+``E sum_i q(lam_i)^2`` is a polynomial in ``(a, b)`` with exact rational Wishart-moment
+coefficients (:func:`gdpp_risk_expr`, :mod:`iclgd.exact.wishart`). :func:`gdpp_risk` evaluates it
+and its gradient at any precision; :func:`gdpp_critical_point(s)` find its stationary points, and
+:func:`gdpp_gradient_on_S` projects a full-parameter gradient on the set. The sparse
+preconditioned-GD risks are :mod:`iclgd.exact.pgd`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .. import checks as v
+from .pgd import optimal_scalars
+from .wishart import (
+    wishart_power_moments,
+)
+
+__all__ = [
+    "gdpp_residual",
+    "gdpp_risk_expr",
+    "gdpp_risk",
+    "gdpp_gradient_on_S",
+    "GDppCritical",
+    "gdpp_critical_point",
+    "GDppSearch",
+    "gdpp_critical_points",
+]
+
+
+def gdpp_residual(a, b, lam) -> np.ndarray:
+    """Residual polynomial of GD++ on Theorem 5's set, one value per eigenvalue (Sec. 6, eq. 13).
+
+    With ``A_l = a_l Sigma^{-1}``, ``B_l = b_l I``, ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})``
+    everything whitens: the covariates follow ``X_{l+1} = F_{l+1} X_0`` with
+    ``F_{l+1} = (I + a_l b_l F_l^2 G) F_l`` and ``G = X_c X_c^T / n`` (whitened context Gram
+    matrix), the context labels ``v_l^T X_c`` with ``v_{l+1} = (I + a_l G F_l^2) v_l``, and the
+    query's telescoping sum leaves the prediction error ``-w_bar^T q(G) x_bar`` with
+
+        q(lam) = prod_l (1 + a_l lam f_l(lam)^2),  f_0 = 1,  f_{l+1} = f_l (1 + a_l b_l lam f_l^2).
+
+    The loss is ``E sum_i q(lam_i)^2`` over the eigenvalues ``lam_i`` of ``G``; ``b = 0`` gives
+    preconditioned GD, ``q = prod_l (1 + a_l lam)``. The last ``b`` does not enter.
+
+    Args:
+        a: ``(L,)`` scalars of ``A_l``.
+        b: ``(L,)`` scalars of ``B_l``.
+        lam: ``(...)`` eigenvalues of ``G``.
+
+    Returns:
+        ``(...)`` values ``q(lam)`` (float64).
+    """
+    a = np.asarray(v.array("a", a, "L"), dtype=np.float64)
+    b = np.asarray(v.array("b", b, (a.shape[0],), what="like a"), dtype=np.float64)
+    lam = np.asarray(v.array("lam", lam), dtype=np.float64)
+    f, out = np.ones_like(lam), np.ones_like(lam)
+    for al, bl in zip(a, b, strict=True):
+        out = out * (1 + al * lam * f**2)
+        f = f * (1 + al * bl * lam * f**2)
+    return out
+
+
+def _check_gdpp_L(L) -> int:
+    L = v.positive_int("L", L)
+    if L > 3:
+        raise ValueError(f"L must be at most 3 (moments up to E tr S^(3^L - 1)), got {L}")
+    return L
+
+
+def _gdpp_poly(L: int, n: int, d: int) -> tuple[sp.Poly, tuple, tuple]:
+    a = sp.symbols(f"a_0:{L}", real=True)
+    b = sp.symbols(f"b_0:{L - 1}", real=True) if L > 1 else ()
+    s = sp.Symbol("s")
+    gens = (*a, *b, s)
+    one = sp.Poly(1, *gens, domain=sp.QQ)
+    A = [sp.Poly(x, *gens, domain=sp.QQ) for x in a]
+    B = [sp.Poly(x, *gens, domain=sp.QQ) for x in b]
+    S = sp.Poly(s, *gens, domain=sp.QQ)
+    f, q = one, one
+    for l in range(L):
+        q = q * (one + A[l] * S * f**2)
+        if l < L - 1:
+            f = f * (one + A[l] * B[l] * S * f**2)
+    q2 = q**2
+    m = wishart_power_moments(q2.degree(s), n, d)
+    terms: dict = {}
+    for mon, c in q2.terms():
+        k = mon[-1]
+        key = mon[:-1]
+        terms[key] = terms.get(key, 0) + c * sp.Rational(m[k], n**k)
+    return sp.Poly.from_dict(terms, *gens[:-1], domain=sp.QQ), a, b
+
+
+def gdpp_risk_expr(L: int, n: int, d: int) -> tuple[sp.Expr, tuple, tuple]:
+    """Exact loss of GD++ on Theorem 5's set, a polynomial in its scalars (Sec. 6, eq. 13).
+
+    On ``S = {A_l = a_l Sigma^-1, B_l = b_l I}`` with ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^-1)``
+    the prediction error is ``-w_bar^T q(G) x_bar`` (:func:`gdpp_residual`), so
+
+        f(a, b) = E tr q(G)^2 = sum_k [s^k] q(s)^2 * E tr S^k / n^k,
+
+    ``G = S/n`` with ``S`` a white Wishart matrix. ``q`` has degree ``(3^L - 1)/2`` in ``s`` (13 for
+    three layers), so the loss needs ``E tr S^k`` up to ``k = 3^L - 1`` (26), beyond the Wick
+    matchings; the loop equations give them exactly
+    (:func:`~iclgd.exact.wishart.wishart_power_moments`). The coefficients are exact
+    rationals. The last ``b`` does not enter.
+
+    Args:
+        L: number of layers, ``1 <= L <= 3``.
+        n: number of context examples; d: dimension (positive integers).
+
+    Returns:
+        ``(f, a, b)``: the sympy polynomial, the ``L`` symbols ``a_0..`` and the ``L - 1`` symbols
+        ``b_0..b_{L-2}``.
+    """
+    L = _check_gdpp_L(L)
+    P, a, b = _gdpp_poly(L, v.positive_int("n", n), v.positive_int("d", d))
+    return P.as_expr(), a, b
+
+
+class _PolyEval:
+    """Value, gradient and Hessian of a multivariate polynomial, in float64 or mpmath."""
+
+    def __init__(self, P: sp.Poly):
+        mons, coefs = zip(*P.terms(), strict=True)
+        self.E = np.array(mons, dtype=np.int64)  # (T, V) exponents
+        self.q = [sp.Rational(c) for c in coefs]  # exact coefficients
+        self.c64 = np.array([float(c) for c in self.q])
+
+    def _mp(self):
+        return [mpmath.mpf(c.p) / c.q for c in self.q]
+
+    def f64(self, x):
+        return float(self.c64 @ np.prod(np.asarray(x, float) ** self.E, axis=1))
+
+    def g64(self, x):
+        x = np.asarray(x, float)
+        out = np.empty(x.shape[0])
+        for j in range(x.shape[0]):
+            E = self.E.copy()
+            e = E[:, j].copy()
+            E[:, j] = np.maximum(e - 1, 0)
+            out[j] = (self.c64 * e) @ np.prod(x**E, axis=1)
+        return out
+
+    def mp(self, x, order: int):
+        """``f`` (order 0), its gradient (1) or Hessian (2) at ``x`` in the current precision."""
+        V = len(x)
+        c = self._mp()
+        pw = [[mpmath.mpf(1)] + [None] * int(self.E[:, j].max()) for j in range(V)]
+        for j in range(V):
+            for k in range(1, len(pw[j])):
+                pw[j][k] = pw[j][k - 1] * x[j]
+
+        def mono(t, skip):  # prod_j x_j^(E_tj - skip_j), times the falling factors
+            val = c[t]
+            for j in range(V):
+                e = int(self.E[t, j])
+                s_ = skip.count(j)
+                if e < s_:
+                    return 0
+                for r in range(s_):
+                    val *= e - r
+                val *= pw[j][e - s_]
+            return val
+
+        T = len(c)
+        if order == 0:
+            return mpmath.fsum(mono(t, []) for t in range(T))
+        if order == 1:
+            return [mpmath.fsum(mono(t, [j]) for t in range(T)) for j in range(V)]
+        H = mpmath.matrix(V, V)
+        for i in range(V):
+            for j in range(i, V):
+                H[i, j] = H[j, i] = mpmath.fsum(mono(t, [i, j]) for t in range(T))
+        return H
+
+
+@functools.cache
+def _gdpp_functions(L: int, n: int, d: int) -> _PolyEval:
+    """Evaluator of :func:`gdpp_risk_expr`'s polynomial (cached per size)."""
+    return _PolyEval(_gdpp_poly(L, n, d)[0])
+
+
+def _gdpp_point(L, a, b) -> np.ndarray:
+    a = np.asarray(v.array("a", a, (L,), what=f"the {L} scalars of A_l"), dtype=np.float64)
+    if b is None:
+        b = np.zeros(L)
+    b = np.asarray(v.array("b", b, (L,), what=f"the {L} scalars of B_l"), dtype=np.float64)
+    return np.concatenate([a, b[: L - 1]])
+
+
+def gdpp_risk(L: int, n: int, d: int, a, b, *, dps: int = 50) -> tuple[float, np.ndarray]:
+    """Exact GD++ loss on Theorem 5's set and its gradient in the scalars, in ``dps`` digits.
+
+    The polynomial's coefficients are large and alternate (``E tr S^26`` at ``n = 10, d = 5`` is
+    about ``1e40``), so float64 loses about five digits to cancellation: evaluate in ``mpmath``.
+    By rotation invariance the gradient of the full loss at a point of ``S`` is
+    ``grad_{A_l} f = (df/da_l / d) Sigma`` and ``grad_{B_l} f = (df/db_l / d) I``.
+
+    Args:
+        L, n, d: as in :func:`gdpp_risk_expr`.
+        a: ``(L,)`` scalars of ``A_l = a_l Sigma^-1``; b: ``(L,)`` scalars of ``B_l = b_l I``.
+        dps: decimal digits of the arithmetic.
+
+    Returns:
+        ``(risk, grad)``: the loss and the ``(2L,)`` derivatives ``(df/da_l, df/db_l)`` (the last
+        ``df/db`` is 0: that ``b`` does not enter), rounded to float64.
+    """
+    L = _check_gdpp_L(L)
+    fn = _gdpp_functions(L, v.positive_int("n", n), v.positive_int("d", d))
+    dps = _check_dps(dps)
+    x = _gdpp_point(L, a, b)
+    with mpmath.workdps(dps):
+        xm = [mpmath.mpf(float(t)) for t in x]
+        risk, g = float(fn.mp(xm, 0)), np.array([float(t) for t in fn.mp(xm, 1)])
+    return risk, np.concatenate([g[:L], g[L:], [0.0]])
+
+
+def _check_dps(dps) -> int:
+    dps = v.positive_int("dps", dps)
+    if dps < 20:
+        raise ValueError(f"dps must be at least 20 digits (float64 cancels ~5), got {dps}")
+    return dps
+
+
+def gdpp_gradient_on_S(grad, Sigma) -> dict:
+    """Gradient of the full GD++ loss at a point of Theorem 5's set, from the scalar gradient.
+
+    In whitened coordinates the law of the prompts is rotation invariant, so at
+    ``A_l = a_l Sigma^-1``, ``B_l = b_l I`` the gradient in each matrix commutes with every
+    rotation and is a multiple of ``I``; back in the original coordinates
+    ``grad_{A_l} f = (df/da_l / d) Sigma`` and ``grad_{B_l} f = (df/db_l / d) I``.
+
+    Args:
+        grad: ``(2L,)`` derivatives ``(df/da_l, df/db_l)`` (as :func:`gdpp_risk` returns them).
+        Sigma: ``(d, d)`` covariance of ``x``.
+
+    Returns:
+        ``{"A": (L, d, d), "B": (L, d, d)}``, the parameter layout of the GD++ model.
+    """
+    Sigma = jnp.asarray(v.spd_matrix("Sigma", Sigma))
+    grad = jnp.asarray(v.array("grad", grad, "M"))
+    if grad.shape[0] % 2:
+        raise ValueError(f"grad must hold 2L derivatives (a_l then b_l), got {grad.shape[0]}")
+    L, d = grad.shape[0] // 2, Sigma.shape[0]
+    return {
+        "A": grad[:L, None, None] / d * Sigma,
+        "B": grad[L:, None, None] / d * jnp.eye(d, dtype=Sigma.dtype),
+    }
+
+
+class GDppCritical(NamedTuple):
+    """A critical point of the exact GD++ loss on Theorem 5's set (:func:`gdpp_critical_point`).
+
+    Attributes:
+        a: ``(L,)`` scalars of ``A_l = a_l Sigma^-1``.
+        b: ``(L,)`` scalars of ``B_l = b_l I`` (the last is 0: it does not enter).
+        risk: the exact loss there.
+        grad_norm: ``|grad f|`` over the scalars, in ``dps``-digit arithmetic (after Newton).
+        hess_eigs: eigenvalues of the Hessian over the ``2L - 1`` scalars that enter (all
+            ``> 0``: a strict local minimum on ``S``).
+        newton_steps: Newton iterations used.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    risk: float
+    grad_norm: float
+    hess_eigs: np.ndarray
+    newton_steps: int
+
+
+def gdpp_critical_point(
+    L: int, n: int, d: int, a0, b0=None, *, dps: int = 50, tol: float = 1e-25, max_newton: int = 30
+) -> GDppCritical:
+    """A critical point of the exact GD++ loss on Theorem 5's set, from a start ``(a0, b0)``.
+
+    BFGS on the float64 loss (which loses about five digits to cancellation, enough to find a
+    basin) ends near a critical point; Newton's method in ``dps``-digit arithmetic then drives the
+    exact gradient below ``tol`` (quadratic convergence). By rotation invariance
+    (:func:`gdpp_risk`) such a point is a critical point of the full loss over all ``A_l, B_l``:
+    Theorem 5's infimum of the gradient norm on ``S`` is attained there.
+
+    Args:
+        L, n, d: as in :func:`gdpp_risk_expr`.
+        a0: ``(L,)`` start for the ``a_l``; b0: ``(L,)`` start for the ``b_l`` (default 0).
+        dps: decimal digits of Newton's arithmetic (``>= 20``).
+        tol: gradient norm at which Newton stops, ``> 0``.
+        max_newton: most Newton iterations.
+
+    Returns:
+        :class:`GDppCritical`.
+
+    Raises:
+        ValueError: if Newton does not reach ``tol`` (no critical point near the BFGS end point).
+    """
+    import scipy.optimize as so
+
+    L = _check_gdpp_L(L)
+    fn = _gdpp_functions(L, v.positive_int("n", n), v.positive_int("d", d))
+    dps = _check_dps(dps)
+    tol = v.positive_float("tol", tol)
+    max_newton = v.positive_int("max_newton", max_newton)
+    x0 = _gdpp_point(L, a0, b0)
+    res = so.minimize(
+        fn.f64,
+        x0,
+        jac=fn.g64,
+        method="BFGS",
+        options={"gtol": 1e-9, "maxiter": 1000},
+    )
+    if not np.all(np.isfinite(res.x)) or np.abs(res.x).max() > 1e3:
+        raise ValueError(
+            f"BFGS from a0={a0}, b0={b0} ran off to infinity (|x| > 1e3): a valley of S, "
+            "no critical point"
+        )
+    with mpmath.workdps(dps):
+        x = mpmath.matrix([mpmath.mpf(float(t)) for t in res.x])
+        for it in range(max_newton + 1):
+            g = mpmath.matrix(fn.mp(list(x), 1))
+            gn = mpmath.norm(g)
+            if gn < tol:
+                break
+            if it == max_newton:
+                raise ValueError(
+                    f"Newton did not converge from a0={a0}, b0={b0}: |grad| = {float(gn):.3g} "
+                    f"after {max_newton} steps"
+                )
+            x = x - mpmath.lu_solve(fn.mp(list(x), 2), g)
+        H = fn.mp(list(x), 2)
+        eigs = np.sort([float(e) for e in mpmath.eigsy(H)[0]])
+        xs = np.array([float(t) for t in x])
+        risk = float(fn.mp(list(x), 0))
+    return GDppCritical(xs[:L], np.concatenate([xs[L:], [0.0]]), risk, float(gn), eigs, it)
+
+
+class GDppSearch(NamedTuple):
+    """Critical points of the exact GD++ loss on Theorem 5's set from several starts.
+
+    Attributes:
+        points: the distinct :class:`GDppCritical` found, lowest loss first.
+        failed: starts from which no critical point was reached (BFGS ran off along a valley
+            of ``S`` or Newton did not converge).
+        starts: number of starts.
+    """
+
+    points: list
+    failed: int
+    starts: int
+
+
+def gdpp_critical_points(
+    L: int,
+    n: int,
+    d: int,
+    key: jax.Array,
+    starts: int,
+    *,
+    spread: float = 0.3,
+    inits=(),
+    dps: int = 50,
+) -> GDppSearch:
+    """Multistart :func:`gdpp_critical_point`: first the given ``inits``, then ``starts`` starts
+    of which the first is the optimum with ``B = 0`` (:func:`optimal_scalars`, ``b = 0``) and
+    the others perturb it by ``spread * N(0, 1)`` in every scalar (drawn from ``key``). Points
+    closer than ``1e-6`` are merged.
+
+    Args:
+        L, n, d: as in :func:`gdpp_risk_expr`.
+        key: PRNG key of the perturbations.
+        starts: number of starts, ``>= 1``.
+        spread: standard deviation of the perturbations, ``>= 0``.
+        inits: sequence of ``(a0, b0)`` starts (``(L,)`` each) tried first.
+        dps: decimal digits of Newton's arithmetic.
+
+    Returns:
+        :class:`GDppSearch` (``starts`` counts the ``inits`` too).
+    """
+    L = _check_gdpp_L(L)
+    key = v.prng_key("key", key)
+    starts = v.positive_int("starts", starts)
+    spread = v.nonneg_float("spread", spread)
+    a_opt = optimal_scalars(L, n, d).a
+    z = spread * np.asarray(jax.random.normal(key, (starts, 2 * L)), np.float64)
+    z[0] = 0.0
+    if isinstance(inits, (str, bytes)) or not hasattr(inits, "__iter__"):
+        raise v.ArgumentTypeError(f"inits must be a sequence of (a0, b0) pairs, got {inits!r}")
+    inits = [tuple(p) for p in inits]
+    if any(len(p) != 2 for p in inits):
+        raise ValueError("inits must be a sequence of (a0, b0) pairs")
+    todo = inits + [(a_opt + z[i, :L], z[i, L:]) for i in range(starts)]
+    points, failed = [], 0
+    for a0, b0 in todo:
+        try:
+            c = gdpp_critical_point(L, n, d, a0, b0, dps=dps)
+        except ValueError:
+            failed += 1
+            continue
+        x = np.concatenate([c.a, c.b])
+        if all(np.abs(x - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
+            points.append(c)
+    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, len(todo))

@@ -1,0 +1,136 @@
+"""Loss builders for :func:`~iclgd.training.train`: one call shape, ``loss(params, key, *args)``.
+
+* :func:`sampled_loss` -- Parts I and III: the Monte Carlo ICL risk on fresh prompts of a prior;
+* :func:`sampled_population_loss` -- Part II: eq. 9 on fresh prompts of a representation task;
+* :func:`softmax_loss` -- Part II: eq. 9 of the one-layer model on a given batch;
+* :func:`evaluate` -- a sampled loss averaged over fresh batches, with its standard error.
+
+Exact population risks, which ignore the key, are in :mod:`iclgd.exact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import checks as v
+from ..metrics import _predict_fn, empirical_loss, mse
+from ..models import Model
+from ..models.softmax import softmax_predict
+from ..tasks.linear import Prior, TaskBatch, check_prior, sample_tasks
+from ..tasks.representation import (
+    RepresentationBatch,
+    RepresentationSpec,
+    sample_representation_tasks,
+)
+from .loop import _LOSS_FN, LossFn, _check_args, _loss_output
+
+__all__ = ["sampled_loss", "sampled_population_loss", "softmax_loss", "evaluate"]
+
+
+def sampled_loss(
+    model: Model | Callable[[Any, TaskBatch], jax.Array], prior: Prior | None, C: int, batch: int
+) -> LossFn:
+    """The Monte Carlo ICL risk: a fresh batch of ``batch`` prompts from ``key`` at each call.
+
+    Args:
+        model: a :class:`~iclgd.models.Model`, or ``predict(params, tasks) -> (B,)``.
+        prior: the task distribution; ``None`` makes the prior an argument of the loss,
+            ``loss(params, key, prior)``, so that :func:`train` with ``args=(prior,)`` trains every
+            prior of a sweep with one compilation.
+        C: context length.
+        batch: prompts per step.
+
+    Returns:
+        ``loss(params, key) -> ()`` (or ``loss(params, key, prior)``), the mean squared error of the
+        query predictions.
+    """
+    C = v.positive_int("C", C)
+    batch = v.positive_int("batch", batch)
+    predict = model.predict if isinstance(model, Model) else model
+    v.function("model", predict, "an iclgd Model or a function predict(params, tasks)")
+    if prior is not None:
+        check_prior(prior)
+
+    def loss_with_prior(params, key, prior):
+        tasks = sample_tasks(key, prior, C, batch)
+        return mse(predict(params, tasks), tasks.y_target)
+
+    if prior is None:
+        return loss_with_prior
+
+    def loss(params, key):
+        return loss_with_prior(params, key, prior)
+
+    return loss
+
+
+def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args: tuple = ()):
+    """Monte Carlo estimate of a sampled loss over ``n_batches`` fresh batches.
+
+    Returns:
+        ``(mean, standard_error)`` over the batches, as floats.
+
+    Raises:
+        ValueError: if the loss is not a scalar or is not finite on some batch.
+    """
+    n_batches = v.positive_int("n_batches", n_batches, 2)
+    v.prng_key("key", key)
+    v.function("loss_fn", loss_fn, _LOSS_FN)
+    args = _check_args(args)
+    v.finite_tree("params", params)
+    keys = jax.random.split(key, n_batches)
+    vals = np.asarray(
+        jax.lax.map(lambda k: _loss_output(loss_fn(params, k, *args), False)[0], keys)
+    )
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        raise ValueError(
+            f"loss_fn returned {vals[bad[0]]} on batch {int(bad[0])} of {n_batches} (the loss is "
+            "not finite at these params: a diverged model, or an overflow in the loss)"
+        )
+    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches))
+
+
+def sampled_population_loss(model, batch: int) -> Callable:
+    """The population loss of eq. 9 estimated on ``batch`` fresh prompts per call.
+
+    ``L(theta) = 1/2 E[(1/K) sum_k (y_hat_k - y_k)^2]``, ``lambda ~ N(spec.lam_mean,
+    spec.lam_std^2 I)`` and the label noise of eq. 1; the dictionary is ``spec``'s.
+
+    Args:
+        model: an iclgd :class:`~iclgd.models.Model` of Part II, or ``predict(params, batch) ->
+            (B, K)``.
+        batch: prompts per call, ``>= 1``.
+
+    Returns:
+        ``loss(params, key, spec) -> ()``; pass ``args=(spec,)`` to :func:`iclgd.train`.
+    """
+    predict = _predict_fn(model)
+    batch = v.positive_int("batch", batch)
+
+    def loss(params, key, spec):
+        b = sample_representation_tasks(key, spec, batch)
+        return 0.5 * jnp.mean((predict(params, b) - b.y_all) ** 2)
+
+    return loss
+
+
+def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBatch) -> jax.Array:
+    """The training loss eq. 9 of the one-layer model, estimated on ``batch``.
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task.
+        batch: prompts from :func:`iclgd.tasks.sample_representation_tasks`.
+
+    Returns:
+        ``()``.
+    """
+    what = "an iclgd.tasks.RepresentationBatch (use sample_representation_tasks)"
+    v.container("batch", batch, RepresentationBatch, what)
+    return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)
