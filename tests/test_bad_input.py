@@ -313,7 +313,7 @@ CONTAINERS = [
     ("lsa_model.predict array", lambda: iclgd.models.lsa_model(3).predict(P, E), ATE,
      r"batch must be an iclgd\.tasks\.TaskBatch"),
     ("softmax model TaskBatch", lambda: iclgd.models.softmax_attention_model(SPEC, 2).predict(SMP,
-     TB), ATE, r"batch must be an iclgd\.representation\.RepresentationBatch"),
+     TB), ATE, r"batch must be an iclgd\.tasks\.RepresentationBatch"),
     ("bayes prior dict", lambda: baselines.bayes_posterior_mean(TB, PRIOR._asdict()), ATE,
      r"prior must be an iclgd\.tasks\.Prior"),
     ("train_seeds init_fn dict", lambda: train.train_seeds(LOSS, P, jax.random.split(KEY, 2),
@@ -347,13 +347,13 @@ CONTAINERS = [
     ("lt predict missing Q", lambda: lt.linear_transformer_predict({"P": LTP["P"]}, Z0), ATE,
      r"params must be a dict \{'P'"),
     ("softmax_predict spec dict", lambda: softmax.softmax_predict(SMP, SPEC._asdict(), RB.y), ATE,
-     r"spec must be an iclgd\.representation\.RepresentationSpec"),
+     r"spec must be an iclgd\.tasks\.RepresentationSpec"),
     ("softmax_loss TaskBatch", lambda: training.softmax_loss(SMP, SPEC, TB), ATE,
-     r"batch must be an iclgd\.representation\.RepresentationBatch"),
+     r"batch must be an iclgd\.tasks\.RepresentationBatch"),
     ("transformer layers list", lambda: transformer.transformer_predict({**TRP, "layers": [1]},
      INPUTS), ATE, r"params\['layers'\] must be the nested dict returned by init_transformer"),
     ("y_star spec tuple", lambda: baselines.y_star(tuple(SPEC), RB.y), ATE,
-     r"spec must be an iclgd\.representation\.RepresentationSpec"),
+     r"spec must be an iclgd\.tasks\.RepresentationSpec"),
     ("compare_predictors int", lambda: metrics.compare_predictors(3, lambda t: t.y_target, TB),
      ATE, r"predict_a must be a function predict\(tasks\)"),
     ("input_gradient tuple", lambda: metrics.input_gradient(lambda t: t.y_target, tuple(TB)), ATE,
@@ -939,8 +939,8 @@ def test_a_prior_is_checked_once():
     prior = tasks.make_prior(2, mu=jnp.ones(2))
     tasks.check_prior(prior)
     calls = []
-    real = tasks.v.array
-    tasks.v.array = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    real = tasks.linear.v.array
+    tasks.linear.v.array = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
     try:
         for _ in range(7):
             tasks.check_prior(prior)
@@ -948,4 +948,4 @@ def test_a_prior_is_checked_once():
         tasks.check_prior(prior._replace(mu=jnp.zeros(2)))  # another prior is checked
         assert "prior.mu" in calls
     finally:
-        tasks.v.array = real
+        tasks.linear.v.array = real

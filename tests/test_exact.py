@@ -308,7 +308,7 @@ def test_theorem1_of_ahn_et_al_exactly():
         lt = exact.linear_transformer_optimum(ex)
         A = lt.params["Q"][0, :, :d]
         np.testing.assert_allclose(
-            A[:d], linear_transformer.theorem1_optimal_A(S, n, w_cov), atol=1e-10
+            A[:d], exact.theorem1_optimal_A(S, n, w_cov), atol=1e-10
         )
         np.testing.assert_allclose(A[d], 0.0, atol=1e-10)
         # global: equals the best multi-head LSA (a superset of every single-layer (b, A))
@@ -404,6 +404,67 @@ def test_training_on_exact_risk_and_float32_accuracy():
         r32 = exact.lsa_risk(p32, ex10)
         assert r32.dtype == jnp.float32
     assert float(r32) == pytest.approx(best.risk, rel=2e-5)
+
+
+def test_exact_losses_have_one_call_shape():
+    """``*_loss(ex)`` is ``loss(params, key)``; ``*_loss(None)`` is ``loss(params, key, ex)``, and
+    both equal the risk bit for bit, eager and under jit; a sweep over ``ex`` compiles once."""
+    rng = np.random.default_rng(3)
+    d = 2
+    p = _rand_lsa(rng, d, 2)
+    pyq = lsa.init_yq_lsa(jax.random.key(0), d, 1, w=jnp.asarray(rng.normal(size=d)))
+    p_lt = linear_transformer.init_linear_transformer(jax.random.key(1), d, 1, 0.3)
+    g, c = jnp.asarray(rng.normal(size=d)), 0.4
+    cases = [
+        (lambda e: exact.lsa_loss(e), lambda q, e: exact.lsa_risk(q, e), p),
+        (lambda e: exact.lsa_loss(e, g, c), lambda q, e: exact.lsa_risk(q, e, g, c), p),
+        (exact.yq_lsa_loss, exact.yq_lsa_risk, pyq),
+        (exact.linear_transformer_loss, exact.linear_transformer_risk, p_lt),
+    ]
+    ex = _ex("partI")
+    for build, risk, q in cases:
+        want = risk(q, ex)
+        fixed, free = build(ex), build(None)
+        assert fixed(q, jax.random.key(5)) == want and fixed(q) == want
+        assert free(q, None, ex) == want
+        assert jax.jit(free)(q, None, ex) == jax.jit(lambda q_, e: risk(q_, e))(q, ex)
+    # the moments as an argument: two priors of the same d and C, one compilation
+    ex2 = exact.prepare(tasks.make_prior(d, mu=jnp.array([0.0, 2.0])), CONFIGS["partI"]["C"])
+    loss = exact.lsa_loss(None)
+    before = iclgd.training.trace_count()
+    runs = [iclgd.train(loss, p, jax.random.key(1), steps=3, args=(e,)) for e in (ex, ex2)]
+    assert iclgd.training.trace_count() - before == 1
+    for run, e in zip(runs, (ex, ex2)):
+        assert run.losses[0] == pytest.approx(float(exact.lsa_risk(p, e)), rel=1e-12)
+
+
+def test_exact_losses_reject_bad_input():
+    ex = _ex("partI")
+    p = _rand_lsa(np.random.default_rng(0), 2, 1)
+    builds = {
+        exact.lsa_loss: p,
+        exact.yq_lsa_loss: lsa.init_yq_lsa(jax.random.key(0), 2),
+        exact.linear_transformer_loss: linear_transformer.init_linear_transformer(
+            jax.random.key(0), 2, 1
+        ),
+    }
+    for build, q in builds.items():
+        with pytest.raises(ValueError, match="ex must be an iclgd.exact.Exact"):
+            build("ex")
+        with pytest.raises(ValueError, match="ex must be an iclgd.exact.Exact"):
+            build(None)(q, None, {"d": 2})  # the moments given at the call are checked there
+    with pytest.raises(ValueError, match=r"y_q_guess must have shape \(2,\)"):
+        exact.lsa_loss(ex, y_q_guess=jnp.ones(3))
+    with pytest.raises(ValueError, match=r"y_q_guess must have shape \(d,\)"):
+        exact.lsa_loss(None, y_q_guess=jnp.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"y_q_guess must have shape \(2,\)"):
+        exact.lsa_loss(None, y_q_guess=jnp.ones(3))(p, None, ex)  # its length, at the call
+    with pytest.raises(ValueError, match="y_q_bias must be a scalar"):
+        exact.lsa_loss(None, y_q_bias=jnp.ones(2))
+    with pytest.raises(ValueError, match="y_q_guess"):
+        exact.lsa_loss(None, y_q_guess=[1.0, float("nan")])
+    with pytest.raises(TypeError, match="y_q_bias must be a real"):
+        exact.lsa_loss(None, y_q_bias="c")
 
 
 # ------------------------------------------------------------------------------------ bad input
