@@ -11,6 +11,11 @@ would let only one of them run, so it allocates on demand here (kernels inherit 
 
 import os
 
+# A notebook whose name starts with "_" is not a chapter: the chapter template
+# (book/_template.ipynb, tested by tests/test_layout.py) is not collected by `pytest --nbval book`
+# (naming it on the command line still runs it).
+collect_ignore_glob = ["book/_*.ipynb"]
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 

@@ -4,7 +4,7 @@
 Each notebook runs top to bottom in a fresh kernel (nbclient), with the notebook's own folder as
 working directory. On success its outputs are written back into the ``.ipynb`` and its
 notebook-level metadata gets ``metadata.iclgd.execution`` (wall time, ``ICLGD_SCALE``, time stamp,
-CPU count, package versions); then ``book/_status.json`` is regenerated
+CPU count, package versions); then ``book/_generated/status.json`` is regenerated
 (``scripts/record_status.py``), which the status page of the book renders, and the errata page and
 the landing page's overview are regenerated (``scripts/make_errata.py``). A notebook that fails is
 left untouched on disk, and the script exits with status 1 after trying the others.

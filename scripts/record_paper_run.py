@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record a paper-scale run of chapters into ``book/_paper_runs.json`` for the status page.
+"""Record a paper-scale run of chapters into ``book/_generated/paper_runs.json`` (status page).
 
 The committed notebooks hold their ``ci``-scale outputs (nbval re-executes them at that scale). A
 run at ``ICLGD_SCALE=paper`` is made on a copy of the book, for example a git worktree::
@@ -11,8 +11,9 @@ This script then copies, from each executed copy, what a reader needs to see the
 result: the execution record (``metadata.iclgd.execution``: scale, wall time, date, cores,
 versions), the device it ran on (``--device``), the commit of the copy, each code cell's printed
 text (stdout and ``text/plain`` results; glue outputs left out) and its figures, written as PNG
-files under ``book/_static/paper_runs/``. The status page shows them (``{iclgd-paper-runs}``,
-``scripts/iclgd_sphinx.py``). Nothing is typed by hand: every number comes from the executed cells.
+files under ``book/_generated/paper_runs/``. The status page shows them (``{iclgd-paper-runs}``,
+``book/_ext/iclgd_sphinx.py``). Nothing is typed by hand: every number comes from the executed
+cells.
 
 Usage::
 
@@ -33,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS_JSON = REPO / "book" / "_paper_runs.json"
-FIG_DIR = REPO / "book" / "_static" / "paper_runs"
+RUNS_JSON = REPO / "book" / "_generated" / "paper_runs.json"
+FIG_DIR = REPO / "book" / "_generated" / "paper_runs"
 
 
 def book_path(path: Path) -> str:
@@ -86,7 +87,7 @@ def cell_outputs(nb: dict, stem: str) -> tuple[list[dict[str, Any]], list[tuple[
                 if "image/png" in data:
                     name = f"{stem}-{len(pngs) + 1}.png"
                     pngs.append((name, base64.b64decode(_text(data["image/png"]))))
-                    figs.append(f"_static/paper_runs/{name}")
+                    figs.append(f"_generated/paper_runs/{name}")  # from book/status.md
                 elif "text/plain" in data:
                     text.append(_text(data["text/plain"]) + "\n")
         if text or figs:
@@ -178,10 +179,10 @@ def _result(execution: dict[str, Any]) -> str:
 
 
 def render_markdown(runs: dict[str, Any], link_for: Any = None) -> str:
-    """MyST markdown of ``book/_paper_runs.json`` for the status page.
+    """MyST markdown of ``book/_generated/paper_runs.json`` for the status page.
 
     Args:
-        runs: content of ``book/_paper_runs.json``.
+        runs: content of ``book/_generated/paper_runs.json``.
         link_for: optional callable mapping a notebook's repository path to a MyST link target.
     """
     sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -752,10 +752,10 @@ def test_the_check_fails_on_raw_tex_outside_math(fixture_browser, tmp_path, raw)
 )
 def test_heading_tex_as_plain_text(tex, text):
     """Where a heading can only be plain text (tab titles, search titles), its TeX is rewritten
-    (scripts/iclgd_sphinx.py); the book's macros are expanded."""
+    (book/_ext/iclgd_sphinx.py); the book's macros are expanded."""
     import sys
 
-    sys.path.insert(0, str(REPO / "scripts"))
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
     from iclgd_sphinx import html_to_text, tex_to_text
 
     macros = {"wstar": r"\mathbf{w}_{\star}", "R": r"\mathbb{R}", "norm": [r"\lVert #1\rVert", 1]}

@@ -27,7 +27,7 @@ def test_verdicts():
 
 
 def test_every_corrected_row_is_on_the_errata_page():
-    page = (REPO / "book" / "errata.md").read_text()
+    page = errata.OUT.read_text()
     n = 0
     for part in errata.parts():
         _, rows = errata.claims_table(part)
@@ -69,3 +69,15 @@ def test_errata_rows_are_the_corrected_and_not_reproduced_claims():
         for r in errata.claims_table(p)[1]
     )
     assert n_errata == n_verdict
+
+
+def test_generated_pages_live_in_one_folder_and_are_included():
+    """Every file a script writes for the book is under book/_generated/; the pages of the table of
+    contents that show one include it (the errata page keeps its URL, book/errata.html)."""
+    gen = REPO / "book" / "_generated"
+    for path in (errata.OUT, errata.OVERVIEW, errata.STATUS):
+        assert path.parent == gen and path.is_file(), path
+    assert "```{include} _generated/errata.md" in (REPO / "book" / "errata.md").read_text()
+    assert "```{include} _generated/overview.md" in (REPO / "book" / "intro.md").read_text()
+    stray = [p.name for ext in ("md", "json") for p in (REPO / "book").glob(f"_*.{ext}")]
+    assert not stray, f"generated files outside book/_generated/: {stray}"

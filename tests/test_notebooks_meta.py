@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
     p
     for p in (ROOT / "book").rglob("*.ipynb")
-    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts and p.name[0] != "_"
 )
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = (ROOT / "_toc.yml").read_text()
@@ -104,3 +104,47 @@ def test_glue_comes_from_iclgd(path):
             imported = re.compile(r"^from iclgd\.book import [^\n]*\bglue\b", re.M)
             uses = any(imported.search("".join(x["source"])) for x in code[: i + 1])
             assert uses, f"code cell {i + 1} glues before `from iclgd.book import glue`"
+
+
+# The fixed import aliases of the chapters (CONTRIBUTING.md, "Where does it go"); a module of iclgd
+# that is not listed here is imported by its own name.
+ALIASES = {
+    "iclgd.symbolic": "S",
+    "iclgd.symbolic.multihead": "SM",
+    "iclgd.symbolic.yq_lsa": "SY",
+    "iclgd.symbolic.representation": "SR",
+    "iclgd.symbolic.pgd": "SP",
+    "iclgd.models.linear_transformer": "LT",
+    "iclgd.models.softmax": "SA",
+    "iclgd.models.transformer": "TF",
+}
+
+
+def _is_iclgd_module(name):
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_chapters_import_iclgd_modules_under_the_fixed_aliases(path):
+    """`import iclgd.X as Y`, `from iclgd.X import m as Y`, `from iclgd import m as Y`: a module
+    of iclgd is bound to its alias of ALIASES, or else to its own name."""
+    import ast
+
+    for i, c in enumerate(_code_cells(json.loads(path.read_text(encoding="utf8")))):
+        src = re.sub(r"^(\s*)[%!].*$", r"\1pass", "".join(c["source"]), flags=re.M)  # magics
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Import):
+                pairs = [(a.name, a.asname) for a in node.names if a.name.startswith("iclgd.")]
+                pairs = [(m, y) for m, y in pairs if y is not None]  # `import iclgd.X` binds iclgd
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "iclgd":
+                pairs = [(f"{node.module}.{a.name}", a.asname or a.name) for a in node.names]
+            else:
+                continue
+            for module, bound in pairs:
+                if not _is_iclgd_module(module):
+                    continue  # a function or class: any name
+                want = ALIASES.get(module, module.rsplit(".", 1)[-1])
+                assert bound == want, (
+                    f"code cell {i + 1} binds {module} to {bound!r}: the fixed name is {want!r}"
+                )

@@ -47,7 +47,7 @@ def test_record_and_render(tmp_path, monkeypatch):
     assert run["device"] == "2 CPU cores" and run["execution"]["scale"] == "paper"
     cell = next(c for c in run["cells"] if c["cell"] == 2)
     assert cell["text"] == "loss 0.123"  # stdout kept; stderr and glue outputs left out
-    assert cell["figures"] == ["_static/paper_runs/part3-gdpp-1.png"]
+    assert cell["figures"] == ["_generated/paper_runs/part3-gdpp-1.png"]
     assert (tmp_path / "figs" / "part3-gdpp-1.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((tmp_path / "runs.json").read_text())["runs"].keys() == {
         "book/part3/gdpp.ipynb"

@@ -407,3 +407,24 @@ def test_fig5b_yq_vs_gd():
         plot.fig5b_yq_vs_gd({0.0: {"cos": np.ones(3)}})
     with pytest.raises(ValueError, match="no entry"):
         plot.fig5b_yq_vs_gd(metrics, colors={0.0: "k"})
+
+
+def test_page_layout_helpers_are_private():
+    """iclgd.plot's public names are its figures and the few page constants and helpers of
+    core.__all__; the layout helpers that only the figure functions call start with ``_``."""
+    import inspect
+
+    from iclgd.plot import core
+
+    defined = {
+        name
+        for name, obj in vars(core).items()
+        if not name.startswith("_")
+        and (getattr(obj, "__module__", None) == core.__name__ or name.isupper())
+    }
+    assert defined == set(core.__all__), defined ^ set(core.__all__)
+    assert set(core.__all__) <= set(plot.__all__)
+    for name in plot.__all__:
+        assert not name.startswith("_") and hasattr(plot, name), name
+        obj = getattr(plot, name)
+        assert not inspect.isfunction(obj) or obj.__module__.startswith("iclgd.plot"), name

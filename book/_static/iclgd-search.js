@@ -4,7 +4,7 @@
 // math element is its TeX source (`\(C \to \infty\)`), which MathJax never sees there. Before an
 // excerpt is cut, each math element of the fetched page is replaced by the text of the MathML
 // that MathJax makes of it (`C→∞`), the book's macros included. Added to search.html only
-// (scripts/iclgd_sphinx.py).
+// (book/_ext/iclgd_sphinx.py).
 "use strict";
 document.addEventListener("DOMContentLoaded", () => {
   if (typeof Search === "undefined" || !Search.htmlToText) return;

@@ -1,4 +1,10 @@
-"""Shared style, helpers and layout primitives of :mod:`iclgd.plot`."""
+"""Shared style, helpers and layout primitives of :mod:`iclgd.plot`.
+
+Public (re-exported by :mod:`iclgd.plot`): the page constants :data:`DPI`, :data:`MAX_WIDTH`,
+:data:`STYLE`, :data:`PALETTE` and the helpers :func:`style`, :func:`smooth`, :func:`log_ticks`.
+Everything else here (``_new_figure``, ``_finish``, ``_legend_below``, argument checks, ...) is the
+private page layout of the figure functions: no chapter calls it.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,15 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import config
 
+__all__ = ["DPI", "MAX_WIDTH", "STYLE", "PALETTE", "style", "smooth", "log_ticks"]
+
 DPI = 100
 """Dots per inch of every figure: the notebook's inline PNG is shown at this resolution."""
 
 MAX_WIDTH = 8.0
 """Width of the widest figure, in inches (8 in at 100 dpi = 800 px: the book's content column)."""
 
-TICK_SIZE = 10.0
+_TICK_SIZE = 10.0
 """Font size of tick labels, in points."""
 
 STYLE: dict = {
@@ -28,8 +36,8 @@ STYLE: dict = {
     "font.size": 11.0,
     "axes.titlesize": 11.0,
     "axes.labelsize": 11.0,
-    "xtick.labelsize": TICK_SIZE,
-    "ytick.labelsize": TICK_SIZE,
+    "xtick.labelsize": _TICK_SIZE,
+    "ytick.labelsize": _TICK_SIZE,
     "legend.fontsize": 9.5,
     "legend.framealpha": 0.9,
     "lines.linewidth": 1.5,
@@ -43,8 +51,8 @@ STYLE: dict = {
 }
 """The rcParams every figure is drawn with (see :func:`style`)."""
 
-GD_COLOR = "red"
-GD_STYLE = {"color": GD_COLOR, "ls": "--", "lw": 1.4}
+_GD_COLOR = "red"
+_GD_STYLE = {"color": _GD_COLOR, "ls": "--", "lw": 1.4}
 PALETTE = (
     "tab:blue",
     "tab:green",
@@ -91,16 +99,16 @@ def smooth(x, w: int = 50) -> tuple[np.ndarray, np.ndarray]:
     return np.convolve(x, np.ones(w) / w, mode="valid"), np.arange(w, x.size + 1)
 
 
-MANTISSAS = ((1, 1.5, 2, 3, 4, 5, 6, 8), (1, 2, 3, 5), (1, 2, 5), (1, 3), (1,))
+_MANTISSAS = ((1, 1.5, 2, 3, 4, 5, 6, 8), (1, 2, 3, 5), (1, 2, 5), (1, 3), (1,))
 
 
-def nice_log_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[float]:
+def _nice_log_ticks(lo: float, hi: float, max_ticks: int = 9) -> list[float]:
     """Ticks m * 10^k inside [lo, hi], with the densest mantissa set giving <= max_ticks ticks."""
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
         return []
     k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
     ticks: list[float] = []
-    for ms in MANTISSAS:
+    for ms in _MANTISSAS:
         ticks = [
             float(f"{m * 10.0**k:.6g}")
             for k in range(k0, k1 + 1)
@@ -129,7 +137,7 @@ def log_ticks(ax, ticks: Sequence[float] | None = None, *, axis: str = "y") -> l
     a = ax.yaxis if axis == "y" else ax.xaxis
     if ticks is None:
         lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
-        ticks = nice_log_ticks(lo, hi)
+        ticks = _nice_log_ticks(lo, hi)
     ticks = [float(t) for t in ticks]
     lim = ax.get_ylim() if axis == "y" else ax.get_xlim()
     a.set_ticks(ticks)
@@ -143,24 +151,24 @@ def log_ticks(ax, ticks: Sequence[float] | None = None, *, axis: str = "y") -> l
 # internal helpers
 
 
-def scale_text(scale: str | None) -> str:
+def _scale_text(scale: str | None) -> str:
     return config.scale() if scale is None else str(scale)
 
 
-def new_figure(width: float, height: float) -> Figure:
+def _new_figure(width: float, height: float) -> Figure:
     if width > 8.5:
         raise ValueError(f"figure width {width} in exceeds the page width (8.5 in)")
     return plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
-def finish(fig: Figure) -> Figure:
+def _finish(fig: Figure) -> Figure:
     """Fix tick label sizes on every axes (ticks are created lazily, after the rc context)."""
     for ax in fig.axes:
-        ax.tick_params(axis="both", which="both", labelsize=TICK_SIZE)
+        ax.tick_params(axis="both", which="both", labelsize=_TICK_SIZE)
     return fig
 
 
-def as_array(name: str, x, ndim: int = 1) -> np.ndarray:
+def _as_array(name: str, x, ndim: int = 1) -> np.ndarray:
     """``x`` as a float array of ``ndim`` dimensions, none of them empty (nothing to draw)."""
     a = np.asarray(x, dtype=float)
     if a.ndim != ndim:
@@ -170,7 +178,7 @@ def as_array(name: str, x, ndim: int = 1) -> np.ndarray:
     return a
 
 
-def nonempty(**mappings) -> None:
+def _nonempty(**mappings) -> None:
     """Raise ``ValueError`` naming the first argument that is empty (a figure of nothing would be
     blank)."""
     for name, m in mappings.items():
@@ -178,24 +186,24 @@ def nonempty(**mappings) -> None:
             raise ValueError(f"{name} must not be empty (nothing to draw)")
 
 
-def same_len(**arrays) -> int:
+def _same_len(**arrays) -> int:
     sizes = {k: np.shape(v)[0] for k, v in arrays.items() if v is not None}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"arrays must have the same length, got {sizes}")
     return next(iter(sizes.values()))
 
 
-def yerr(sd, n: int) -> np.ndarray | None:
+def _yerr(sd, n: int) -> np.ndarray | None:
     """Error-bar half-widths 2 sd, or None when there is no spread (one seed)."""
     if sd is None:
         return None
-    sd = as_array("sd", sd)
+    sd = _as_array("sd", sd)
     if sd.shape != (n,):
         raise ValueError(f"standard deviations must have shape ({n},), got {sd.shape}")
     return 2 * sd if np.any(sd > 0) else None
 
 
-def colors_for(keys, colors: Mapping | None) -> dict:
+def _colors_for(keys, colors: Mapping | None) -> dict:
     keys = sorted(keys)
     if colors is not None:
         missing = [k for k in keys if k not in colors]
@@ -205,11 +213,11 @@ def colors_for(keys, colors: Mapping | None) -> dict:
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(keys)}
 
 
-def w2_label(s2: float) -> str:
+def _w2_label(s2: float) -> str:
     return f"$\\|w_\\star\\|^2 = {s2:g}$"
 
 
-def vec_text(w) -> str:
+def _vec_text(w) -> str:
     """(2, 2, 2) / (2, ..., 2) / 0 for a vector with equal entries, else its squared norm."""
     w = np.asarray(w, dtype=float).ravel()
     if np.all(w == 0):
@@ -221,31 +229,31 @@ def vec_text(w) -> str:
     return f"$\\|w_\\star\\|^2 = {float(w @ w):g}$"
 
 
-def dc_text(d: int, C: int) -> str:
+def _dc_text(d: int, C: int) -> str:
     return f"$d = C = {d}$" if d == C else f"$d = {d}$, $C = {C}$"
 
 
-def legend_right(ax, **kw):
+def _legend_right(ax, **kw):
     return ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), borderaxespad=0.0, **kw)
 
 
-def legend_below(ax, ncol: int = 1, **kw):
+def _legend_below(ax, ncol: int = 1, **kw):
     return ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=ncol, **kw
     )
 
 
-def gd_line(ax, gd_risk: float, label: str | None = None):
-    return ax.axhline(float(gd_risk), label=label or "_nolegend_", **GD_STYLE)
+def _gd_line(ax, gd_risk: float, label: str | None = None):
+    return ax.axhline(float(gd_risk), label=label or "_nolegend_", **_GD_STYLE)
 
 
-def mark_heads_equal_d(ax, d: int, dx: float = 0.1):
+def _mark_heads_equal_d(ax, d: int, dx: float = 0.1):
     """A grey vertical line at ``H = d`` on a plot against the number of heads, labelled."""
     ax.axvline(d, color="gray", lw=0.8)
     ax.text(d + dx, 0.97, "$H = d$", color="gray", va="top", transform=ax.get_xaxis_transform())
 
 
-def curve_ylim(curves, extra, ylim):
+def _curve_ylim(curves, extra, ylim):
     if ylim is not None:
         return tuple(ylim)
     vals = np.concatenate([np.ravel(c) for c in curves] + [np.ravel(extra)])
@@ -257,12 +265,12 @@ def curve_ylim(curves, extra, ylim):
 # shared_setting
 
 
-def trained_points(ax, x, mean, sd, exact, *, steps: int, exact_steps: int):
+def _trained_points(ax, x, mean, sd, exact, *, steps: int, exact_steps: int):
     """Trained models: sampled (squares, 2 sd bars over seeds) and exact-gradient twins (x)."""
     ax.errorbar(
         x,
         mean,
-        yerr=yerr(sd, len(x)),
+        yerr=_yerr(sd, len(x)),
         fmt="s",
         color="tab:blue",
         mfc="none",
@@ -281,7 +289,7 @@ def trained_points(ax, x, mean, sd, exact, *, steps: int, exact_steps: int):
     )
 
 
-def trained_order(ax) -> tuple[list, list]:
+def _trained_order(ax) -> tuple[list, list]:
     """Legend entries of ``ax`` with the sampled-trained errorbars before the exact-gradient twins.
 
     (matplotlib lists errorbar containers after all lines.)"""
@@ -294,14 +302,14 @@ def trained_order(ax) -> tuple[list, list]:
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def smoothed_training_axes(ax, curves, gd_risk: float, gd_label: str, title: str, window, ylim):
+def _smoothed_training_axes(ax, curves, gd_risk: float, gd_label: str, title: str, window, ylim):
     """Finish a panel of smoothed training curves: the GD line, log scale, labels, limits, ticks."""
-    gd_line(ax, gd_risk, gd_label)
+    _gd_line(ax, gd_risk, gd_label)
     ax.set(
         yscale="log",
         xlabel="training step",
         ylabel=f"ICL risk ({window}-step mean)",
         title=title,
     )
-    ax.set_ylim(curve_ylim(curves, [gd_risk], ylim))
+    ax.set_ylim(_curve_ylim(curves, [gd_risk], ylim))
     log_ticks(ax)

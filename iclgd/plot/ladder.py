@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import PALETTE, finish, legend_below, new_figure, style
+from .core import PALETTE, _finish, _legend_below, _new_figure, style
 
 if TYPE_CHECKING:
     from ..ladder import Ladder
 
 __all__ = ["risk_ladder"]
 
-MARKERS = ("o", "s", "D", "^", "v", "P", "X")
-LABELS = {
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X")
+_LABELS = {
     "gd0": "1 GD step from $0$",
     "gd_mu": r"1 GD step from $\mu$",
     "pgd1": r"1 GD step, $P = \Sigma^{-1}$",
@@ -65,10 +65,10 @@ def risk_ladder(ladders: Mapping[str, Sequence[Ladder]], claims: Sequence[tuple]
     n_set = len(ladders)
     offs = (np.arange(n_set) - (n_set - 1) / 2) * (0.6 / max(n_set, 1))
     with style():
-        fig = new_figure(8.0, 0.3 * len(keys) + 2.2)
+        fig = _new_figure(8.0, 0.3 * len(keys) + 2.2)
         axes = np.atleast_1d(fig.subplots(1, len(Cs), sharey=True, squeeze=False)[0])
         for j, (name, seq) in enumerate(ladders.items()):
-            color, marker = PALETTE[j % len(PALETTE)], MARKERS[j % len(MARKERS)]
+            color, marker = PALETTE[j % len(PALETTE)], _MARKERS[j % len(_MARKERS)]
             for lad in seq:
                 ax = axes[Cs.index(lad.C)]
                 r0 = null_risk(lad.prior)
@@ -91,11 +91,11 @@ def risk_ladder(ladders: Mapping[str, Sequence[Ladder]], claims: Sequence[tuple]
         for ax, C in zip(axes, Cs, strict=True):
             ax.set_xlim(-0.03, 1.1 * top + 0.03)
             ax.set(title=f"$C = {C}$", xlabel="risk / risk of predicting 0")
-        axes[0].set_yticks(range(len(keys)), [LABELS.get(k, RUNGS[k][0]) for k in keys])
+        axes[0].set_yticks(range(len(keys)), [_LABELS.get(k, RUNGS[k][0]) for k in keys])
         axes[0].set_ylim(len(keys) - 0.5, -0.5)
         handles, labels = axes[0].get_legend_handles_labels()
         if len(Cs) > 1:
             fig.legend(handles, labels, loc="outside lower center", ncol=3)
         else:
-            legend_below(axes[0], ncol=3)
-    return finish(fig)
+            _legend_below(axes[0], ncol=3)
+    return _finish(fig)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .core import PALETTE, finish, new_figure, style
+from .core import PALETTE, _finish, _new_figure, style
 
 __all__ = ["fig6_refinement"]
 
@@ -34,7 +34,7 @@ def fig6_refinement(bars: Mapping[str, tuple[float, float]], *, title: str = "",
     if vals.shape != (len(labels), 2) or not np.all(np.isfinite(vals)):
         raise ValueError(f"bars must map each label to a finite (mse, standard error), got {bars}")
     with style():
-        fig = new_figure(6.5, 3.2)
+        fig = _new_figure(6.5, 3.2)
         ax = fig.add_subplot()
         x = np.arange(len(labels))
         colors = [PALETTE[i % len(PALETTE)] for i in range(len(labels))]
@@ -50,4 +50,4 @@ def fig6_refinement(bars: Mapping[str, tuple[float, float]], *, title: str = "",
         ax.set_ylabel("MSE on STS-B test (0-5 scale)")
         ax.set_title("\n".join(textwrap.wrap(title, 60)))  # a long model name stays on the page
         ax.grid(axis="x", visible=False)
-    return finish(fig)
+    return _finish(fig)

@@ -11,26 +11,26 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from .core import (
-    GD_COLOR,
-    as_array,
-    curve_ylim,
-    dc_text,
-    finish,
-    gd_line,
-    legend_below,
-    legend_right,
+    _GD_COLOR,
+    _as_array,
+    _curve_ylim,
+    _dc_text,
+    _finish,
+    _gd_line,
+    _legend_below,
+    _legend_right,
+    _mark_heads_equal_d,
+    _new_figure,
+    _nonempty,
+    _same_len,
+    _scale_text,
+    _smoothed_training_axes,
+    _trained_order,
+    _trained_points,
+    _vec_text,
     log_ticks,
-    mark_heads_equal_d,
-    new_figure,
-    nonempty,
-    same_len,
-    scale_text,
     smooth,
-    smoothed_training_axes,
     style,
-    trained_order,
-    trained_points,
-    vec_text,
 )
 
 
@@ -54,12 +54,12 @@ def heads_optimum(
         d, C: dimension and context length (title, and the vertical line at H = d).
         w_star: the prior mean, shape (d,) (title).
     """
-    heads = as_array("heads", heads)
-    risk = as_array("risk", risk)
+    heads = _as_array("heads", heads)
+    risk = _as_array("risk", risk)
     exact = np.asarray(exact, dtype=bool)
-    same_len(heads=heads, risk=risk, exact=exact)
+    _same_len(heads=heads, risk=risk, exact=exact)
     with style():
-        fig = new_figure(6.5, 4.4)
+        fig = _new_figure(6.5, 4.4)
         ax = fig.add_subplot()
         ax.plot(heads, risk, "-", color="tab:blue", alpha=0.4, label="_nolegend_")
         ax.plot(
@@ -80,17 +80,17 @@ def heads_optimum(
             label="exact optimum (construction)",
         )
         ax.axhline(float(floor), color="tab:blue", ls=":", lw=1.2, label="floor: best over all $H$")
-        gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
-        mark_heads_equal_d(ax, d, 0.05)
+        _gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
+        _mark_heads_equal_d(ax, d, 0.05)
         ax.set(
             xlabel="number of heads $H$",
             ylabel="optimal ICL risk",
             xticks=heads,
-            title=f"$d = {d}$, $C = {C}$, {vec_text(w_star)}, $y_q = 0$",
+            title=f"$d = {d}$, $C = {C}$, {_vec_text(w_star)}, $y_q = 0$",
         )
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        legend_below(ax, ncol=2)
-        return finish(fig)
+        _legend_below(ax, ncol=2)
+        return _finish(fig)
 
 
 def gd_gap(
@@ -120,12 +120,12 @@ def gd_gap(
             one GD step at C = ``gaps_C`` (panel c).
         gaps_C: the context length of panel (c).
     """
-    nonempty(gaps=gaps)
-    contexts = as_array("contexts", contexts)
-    risk_lsa, risk_gd = as_array("risk_lsa", risk_lsa), as_array("risk_gd", risk_gd)
-    same_len(contexts=contexts, risk_lsa=risk_lsa, risk_gd=risk_gd)
+    _nonempty(gaps=gaps)
+    contexts = _as_array("contexts", contexts)
+    risk_lsa, risk_gd = _as_array("risk_lsa", risk_lsa), _as_array("risk_gd", risk_gd)
+    _same_len(contexts=contexts, risk_lsa=risk_lsa, risk_gd=risk_gd)
     with style():
-        fig = new_figure(8.0, 7.6)
+        fig = _new_figure(8.0, 7.6)
         gs = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
         ax_a = fig.add_subplot(gs[0, :])
         ax_b, ax_c = fig.add_subplot(gs[1, 0]), fig.add_subplot(gs[1, 1])
@@ -141,7 +141,7 @@ def gd_gap(
             alpha=0.5,
             label="$2\\|w_\\star\\|^2/(Cd+2)$",
         )
-        ax.plot(contexts, risk_gd, "s", color=GD_COLOR, mfc="none", label="risk of one GD step")
+        ax.plot(contexts, risk_gd, "s", color=_GD_COLOR, mfc="none", label="risk of one GD step")
         ax.plot(contexts, risk_lsa, "^", color="black", mfc="none", label="risk of the best LSA")
         ax.set(
             xscale="log",
@@ -150,7 +150,7 @@ def gd_gap(
             ylabel="risk",
             title=f"(a) $d = {d}$, $\\|w_\\star\\|^2 = {w2:g}$, $y_q = 0$, $H \\geq d$",
         )
-        legend_right(ax)
+        _legend_right(ax)
 
         ax = ax_b
         limit = 1 + 2 * w2 / (d**2 * (d + 1))
@@ -162,13 +162,13 @@ def gd_gap(
             ylabel="best LSA risk / one GD step",
             title="(b) the relative gap persists",
         )
-        legend_below(ax)
+        _legend_below(ax)
 
         ax = ax_c
         dcolors = ["tab:orange", "tab:blue", "tab:green", "tab:purple"]
         for i, (dd, (s2, gap)) in enumerate(sorted(gaps.items())):
-            s2, gap = as_array("w2_values", s2), as_array("gap_values", gap)
-            same_len(w2_values=s2, gap_values=gap)
+            s2, gap = _as_array("w2_values", s2), _as_array("gap_values", gap)
+            _same_len(w2_values=s2, gap_values=gap)
             col = dcolors[i % len(dcolors)]
             ax.plot(s2, gap, "o", color=col, label=f"$d = {dd}$")
             s2f = np.linspace(0.0, s2.max(), 100)
@@ -178,8 +178,8 @@ def gd_gap(
             ylabel="best LSA risk $-$ one GD step",
             title=f"(c) $C = {gaps_C}$, $y_q = 0$",
         )
-        legend_below(ax, ncol=2, title="dots: exact; lines: $2\\|w_\\star\\|^2/(Cd+2)$")
-        return finish(fig)
+        _legend_below(ax, ncol=2, title="dots: exact; lines: $2\\|w_\\star\\|^2/(Cd+2)$")
+        return _finish(fig)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -234,14 +234,14 @@ def fig2_heads(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window of the sampled curves.
     """
-    nonempty(losses_sampled=losses_sampled, losses_exact=losses_exact)
+    _nonempty(losses_sampled=losses_sampled, losses_exact=losses_exact)
     heads = np.asarray(heads, dtype=int)
     risk_sampled, risk_exact = (
-        as_array("risk_sampled", risk_sampled),
-        as_array("risk_exact", risk_exact),
+        _as_array("risk_sampled", risk_sampled),
+        _as_array("risk_exact", risk_exact),
     )
-    risk_checkpoint = as_array("risk_checkpoint", risk_checkpoint)
-    n = same_len(
+    risk_checkpoint = _as_array("risk_checkpoint", risk_checkpoint)
+    n = _same_len(
         heads=heads, risk_sampled=risk_sampled, risk_exact=risk_exact, risk_ckpt=risk_checkpoint
     )
     if show is None:
@@ -249,7 +249,7 @@ def fig2_heads(
     steps = len(next(iter(losses_sampled.values())))
     exact_steps = len(next(iter(losses_exact.values())))
     with style():
-        fig = new_figure(8.0, 8.6)
+        fig = _new_figure(8.0, 8.6)
         gs = fig.add_gridspec(2, 2, height_ratios=[1, 1.05], width_ratios=[1.25, 1])
         ax_a = fig.add_subplot(gs[0, :])
         ax_b, ax_c = fig.add_subplot(gs[1, 0]), fig.add_subplot(gs[1, 1])
@@ -257,28 +257,28 @@ def fig2_heads(
         ax = ax_a
         curves = []
         for H, col in zip(show, plt.cm.viridis(np.linspace(0, 0.9, len(show))), strict=True):
-            y, x = smooth(as_array(f"losses_sampled[{H}]", losses_sampled[H]), window)
-            ye = as_array(f"losses_exact[{H}]", losses_exact[H])
+            y, x = smooth(_as_array(f"losses_sampled[{H}]", losses_sampled[H]), window)
+            ye = _as_array(f"losses_exact[{H}]", losses_exact[H])
             ax.plot(x, y, color=col, lw=1.3, label=f"$H = {H}$")
             ax.plot(np.arange(ye.size), ye, color=col, lw=1.2, ls=":", label="_nolegend_")
             curves += [y, ye]
         ax.axhline(float(floor), color="black", lw=1.0, ls="-.", label="exact optimum, $H \\geq d$")
-        gd_line(ax, gd_risk, "one GD step from $w_\\star$")
+        _gd_line(ax, gd_risk, "one GD step from $w_\\star$")
         ax.set(
             yscale="log",
             xlabel="training step",
             ylabel="ICL risk",
             title="(a) training: sampled prompts (solid), exact gradient (dotted)",
         )
-        ax.set_ylim(curve_ylim(curves, [gd_risk], ylim))
+        ax.set_ylim(_curve_ylim(curves, [gd_risk], ylim))
         log_ticks(ax)
-        legend_right(ax)
+        _legend_right(ax)
 
         ax = ax_b
         opt_label = "exact optimum over $H$-head LSA"
         Hall = np.array(sorted(optimum))
         ax.plot(Hall, [optimum[H] for H in Hall], "-o", color="black", ms=4, label=opt_label)
-        trained_points(
+        _trained_points(
             ax,
             heads,
             risk_sampled,
@@ -288,14 +288,14 @@ def fig2_heads(
             exact_steps=exact_steps,
         )
         ax.plot([], [], "^", color="tab:green", mfc="none", ms=8, label="ckpt")
-        gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
-        mark_heads_equal_d(ax, d, 0.15)
+        _gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
+        _mark_heads_equal_d(ax, d, 0.15)
         ax.set(
             yscale="log",
             xlabel="number of heads $H$",
             ylabel="final ICL risk",
             title="(b) final risk, $w_\\star = (2, \\dots, 2)$\n"
-            f"$y_q = 0$ ({scale_text(scale)} scale)",
+            f"$y_q = 0$ ({_scale_text(scale)} scale)",
         )
         ax.set_xticks(Hall if Hall.size <= 14 else Hall[::2])
         log_ticks(ax)
@@ -329,7 +329,7 @@ def fig2_heads(
             f"trained, {checkpoint} exact-gradient steps" if k == "ckpt" else k for k in order
         ]
         fig.legend([by_label[k] for k in order], labels, loc="outside lower center", ncol=2)
-        return finish(fig)
+        return _finish(fig)
 
 
 def fig3_prior_mean(
@@ -374,36 +374,36 @@ def fig3_prior_mean(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
-    nonempty(losses=losses)
-    w2_grid = as_array("w2_grid", w2_grid)
+    _nonempty(losses=losses)
+    w2_grid = _as_array("w2_grid", w2_grid)
     risk_sampled, risk_exact = (
-        as_array("risk_sampled", risk_sampled),
-        as_array("risk_exact", risk_exact),
+        _as_array("risk_sampled", risk_sampled),
+        _as_array("risk_exact", risk_exact),
     )
-    m = same_len(w2_grid=w2_grid, risk_sampled=risk_sampled, risk_exact=risk_exact)
-    w2_fine, optimum_fine = as_array("w2_fine", w2_fine), as_array("optimum_fine", optimum_fine)
-    same_len(w2_fine=w2_fine, optimum_fine=optimum_fine)
+    m = _same_len(w2_grid=w2_grid, risk_sampled=risk_sampled, risk_exact=risk_exact)
+    w2_fine, optimum_fine = _as_array("w2_fine", w2_fine), _as_array("optimum_fine", optimum_fine)
+    _same_len(w2_fine=w2_fine, optimum_fine=optimum_fine)
     steps = len(next(iter(losses.values())))
     with style():
-        fig = new_figure(8.0, 5.6)
+        fig = _new_figure(8.0, 5.6)
         ax_a, ax_b = fig.subplots(1, 2)
 
         ax = ax_a
         curves = []
         for w2, col in zip(w2_grid, plt.cm.plasma(np.linspace(0, 0.85, m)), strict=True):
-            y, x = smooth(as_array(f"losses[{w2:g}]", losses[float(w2)]), window)
+            y, x = smooth(_as_array(f"losses[{w2:g}]", losses[float(w2)]), window)
             ax.plot(x, y, color=col, lw=1.3, label=f"{w2:g}")
             curves.append(y)
-        smoothed_training_axes(
+        _smoothed_training_axes(
             ax, curves, gd_risk, "one GD step", f"(a) sampled training\n$H = {H}$, $y_q = 0$",
             window, ylim,
         )  # fmt: skip
-        legend_below(ax, ncol=3, title="$\\|w_\\star\\|^2$")
+        _legend_below(ax, ncol=3, title="$\\|w_\\star\\|^2$")
 
         ax = ax_b
         ax.plot(w2_fine, optimum_fine, "-", color="black", label="exact optimum, $H \\geq d$")
-        gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
-        trained_points(
+        _gd_line(ax, gd_risk, "one GD step from $w_\\star$ (exact)")
+        _trained_points(
             ax,
             w2_grid,
             risk_sampled,
@@ -416,10 +416,10 @@ def fig3_prior_mean(
         ax.set(
             xlabel="$\\|w_\\star\\|^2$",
             ylabel="final ICL risk",
-            title=f"(b) slope $2/(Cd+2)$ = {slope}, {dc_text(d, C)}\n({scale_text(scale)} scale)",
+            title=f"(b) slope $2/(Cd+2)$ = {slope}, {_dc_text(d, C)}\n({_scale_text(scale)} scale)",
         )
-        legend_below(ax, handles=(hl := trained_order(ax))[0], labels=hl[1])
-        return finish(fig)
+        _legend_below(ax, handles=(hl := _trained_order(ax))[0], labels=hl[1])
+        return _finish(fig)
 
 
 def fig4_initial_guess(
@@ -471,23 +471,23 @@ def fig4_initial_guess(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
-    nonempty(losses_bias=losses_bias, losses_guess=losses_guess)
-    s_grid = as_array("s_grid", s_grid)
+    _nonempty(losses_bias=losses_bias, losses_guess=losses_guess)
+    s_grid = _as_array("s_grid", s_grid)
     arrays = {
         "risk_bias": risk_bias,
         "risk_guess": risk_guess,
         "exact_bias": exact_bias,
         "exact_guess": exact_guess,
     }
-    arrays = {k: as_array(k, v) for k, v in arrays.items()}
-    same_len(s_grid=s_grid, **arrays)
-    s_fine = as_array("s_fine", s_fine)
-    same_len(s_fine=s_fine, optimum_bias=optimum_bias, optimum_guess=optimum_guess)
+    arrays = {k: _as_array(k, v) for k, v in arrays.items()}
+    _same_len(s_grid=s_grid, **arrays)
+    s_fine = _as_array("s_fine", s_fine)
+    _same_len(s_fine=s_fine, optimum_bias=optimum_bias, optimum_guess=optimum_guess)
     steps = len(next(iter(losses_bias.values())))
-    scale = scale_text(scale)
+    scale = _scale_text(scale)
     slope = f"1/{(C * d + 2) / 2:g}"
     with style():
-        fig = new_figure(8.0, 8.4)
+        fig = _new_figure(8.0, 8.4)
         gs = fig.add_gridspec(2, 2, height_ratios=[1, 1.05])
         ax_a = fig.add_subplot(gs[0, :])
         ax_b = fig.add_subplot(gs[1, 0])
@@ -501,14 +501,14 @@ def fig4_initial_guess(
         ):
             keys = [s for s in sorted(losses) if s not in skip]
             for s, col in zip(keys, cmap(np.linspace(0.45, 0.95, len(keys))), strict=True):
-                y, x = smooth(as_array("losses", losses[s]), window)
+                y, x = smooth(_as_array("losses", losses[s]), window)
                 ax.plot(x, y, color=col, lw=1.3, label=f"${name} = {s:g}$")
                 curves.append(y)
-        smoothed_training_axes(
+        _smoothed_training_axes(
             ax, curves, gd_risk, "one GD step from 0",
             f"(a) sampled training, $H = {H}$, $w_\\star = 0$", window, ylim,
         )  # fmt: skip
-        legend_right(ax, ncol=2 if len(curves) > 7 else 1)
+        _legend_right(ax, ncol=2 if len(curves) > 7 else 1)
 
         for ax, opt, mean, sd, ex, xl, tl in (
             (
@@ -532,19 +532,19 @@ def fig4_initial_guess(
         ):
             ax.plot(
                 s_fine,
-                as_array("optimum", opt),
+                _as_array("optimum", opt),
                 "-",
                 color="black",
                 label="exact optimum, $H \\geq d + 1$",
             )
-            gd_line(ax, gd_risk, "one GD step from 0 (exact)")
-            trained_points(ax, s_grid, mean, sd, ex, steps=steps, exact_steps=exact_steps)
+            _gd_line(ax, gd_risk, "one GD step from 0 (exact)")
+            _trained_points(ax, s_grid, mean, sd, ex, steps=steps, exact_steps=exact_steps)
             ax.set(xlabel=xl, title=f"{tl}, slope {slope}\n({scale} scale)")
         ax_b.set_ylabel("final ICL risk")
         ax_c.tick_params(labelleft=False)
-        handles, labels = trained_order(ax_b)
+        handles, labels = _trained_order(ax_b)
         fig.legend(handles, labels, loc="outside lower center", ncol=2)
-        return finish(fig)
+        return _finish(fig)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, legend_below, log_ticks, new_figure, nonempty, style
+from .core import _as_array, _finish, _legend_below, _new_figure, _nonempty, log_ticks, style
 
 __all__ = [
     "single_layer_regulariser",
@@ -41,19 +41,19 @@ def single_layer_regulariser(
         lam: ``(d,)`` eigenvalues of ``Sigma`` (legend).
         risks: label -> ``(m,)`` exact risks against ``ns``.
     """
-    nonempty(risks=risks)
-    ns = as_array("ns", ns)
-    steps = as_array("steps", steps, 2)
-    exact_ns = as_array("exact_ns", exact_ns)
-    exact_steps = as_array("exact_steps", exact_steps, 2)
-    lam = as_array("lam", lam)
+    _nonempty(risks=risks)
+    ns = _as_array("ns", ns)
+    steps = _as_array("steps", steps, 2)
+    exact_ns = _as_array("exact_ns", exact_ns)
+    exact_steps = _as_array("exact_steps", exact_steps, 2)
+    lam = _as_array("lam", lam)
     if steps.shape != (ns.size, lam.size) or exact_steps.shape != (exact_ns.size, lam.size):
         raise ValueError(
             f"steps must be (len(ns), d) = ({ns.size}, {lam.size}) and exact_steps "
             f"(len(exact_ns), d); got {steps.shape} and {exact_steps.shape}"
         )
     with style():
-        fig = new_figure(8.0, 3.9)
+        fig = _new_figure(8.0, 3.9)
         ax1, ax2 = fig.subplots(1, 2)
         order = np.unique(np.round(lam, 12), return_index=True)[1]
         for k, i in enumerate(sorted(order)):
@@ -66,17 +66,17 @@ def single_layer_regulariser(
         ax1.set_xlabel("$n$")
         ax1.set_ylabel(r"step along eigenvector, $\lambda_i |A_{ii}|$")
         ax1.set_title("(a) eq. 8 shrinks low-variance directions")
-        legend_below(ax1, ncol=2, fontsize=8.5)
+        _legend_below(ax1, ncol=2, fontsize=8.5)
         for k, (name, r) in enumerate(risks.items()):
-            r = as_array(f"risks[{name!r}]", r)
+            r = _as_array(f"risks[{name!r}]", r)
             ax2.plot(ns, r, color=f"C{k + 4}", ls=["-", "--", ":"][k % 3], label=name)
         ax2.set_xscale("log")
         ax2.set_yscale("log")
         ax2.set_xlabel("$n$")
         ax2.set_ylabel("exact in-context loss")
         ax2.set_title("(b) the regulariser pays at small $n$")
-        legend_below(ax2, fontsize=8.5)
-    return finish(fig)
+        _legend_below(ax2, fontsize=8.5)
+    return _finish(fig)
 
 
 def multilayer_scalars(Ls, risks_exact, a_exact, risks_trained, d: int, n: int) -> Figure:
@@ -89,11 +89,11 @@ def multilayer_scalars(Ls, risks_exact, a_exact, risks_trained, d: int, n: int) 
         risks_trained: ``(m,)`` loss reached by training unconstrained ``A_l`` (or NaN).
         d, n: sizes (title).
     """
-    Ls = as_array("Ls", Ls)
-    risks_exact = as_array("risks_exact", risks_exact)
-    risks_trained = as_array("risks_trained", risks_trained)
+    Ls = _as_array("Ls", Ls)
+    risks_exact = _as_array("risks_exact", risks_exact)
+    risks_trained = _as_array("risks_trained", risks_trained)
     with style():
-        fig = new_figure(8.0, 3.6)
+        fig = _new_figure(8.0, 3.6)
         ax1, ax2 = fig.subplots(1, 2)
         ax1.plot(Ls, risks_exact, "o-", label="exact optimum on $S$")
         ax1.plot(Ls, risks_trained, "x", ms=9, color="C3", label="trained, unconstrained $A_l$")
@@ -102,15 +102,15 @@ def multilayer_scalars(Ls, risks_exact, a_exact, risks_trained, d: int, n: int) 
         ax1.set_xlabel("layers $L$")
         ax1.set_ylabel("in-context loss")
         ax1.set_title(f"(a) loss, $d = {d}$, $n = {n}$")
-        legend_below(ax1, fontsize=8.5)
+        _legend_below(ax1, fontsize=8.5)
         for L, a in zip(Ls, a_exact, strict=True):
-            a = as_array("a_exact[i]", a)
+            a = _as_array("a_exact[i]", a)
             ax2.plot(np.full(a.size, L), -a, "o", color="C0")
         ax2.set_xticks(Ls)
         ax2.set_xlabel("layers $L$")
         ax2.set_ylabel(r"$-a_l$ (step along $\Sigma^{-1}$)")
         ax2.set_title("(b) optimal scalars $a_l$ on $S$")
-    return finish(fig)
+    return _finish(fig)
 
 
 def training_dists(
@@ -139,16 +139,16 @@ def training_dists(
         extra_loss: label -> ``(S,)`` values drawn as points at the last iteration (e.g. the exact
             population loss of each trained seed).
     """
-    nonempty(panels=panels)
-    steps = as_array("steps", steps)
-    losses = as_array("losses", losses, 2)
+    _nonempty(panels=panels)
+    steps = _as_array("steps", steps)
+    losses = _as_array("losses", losses, 2)
     names = list(panels)
     total = len(names) + 1
     if not 0 <= loss_at < total:
         raise ValueError(f"loss_at must be in 0..{total - 1}, got {loss_at}")
     nrows = -(-total // ncols)
     with style():
-        fig = new_figure(8.0, 2.5 * nrows)
+        fig = _new_figure(8.0, 2.5 * nrows)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax in axes[total:]:
             ax.set_visible(False)
@@ -167,7 +167,7 @@ def training_dists(
                         float(val), color="0.3", ls=["--", ":", "-."][j % 3], lw=1, label=lab
                     )
                 for j, (lab, vals) in enumerate((extra_loss or {}).items()):
-                    vals = as_array(f"extra_loss[{lab!r}]", vals)
+                    vals = _as_array(f"extra_loss[{lab!r}]", vals)
                     ax.plot(
                         np.full(vals.size, T - 1),
                         vals,
@@ -183,7 +183,7 @@ def training_dists(
                 ax.legend(loc="upper center", fontsize=7.5)
                 continue
             for j, (lab, vals) in enumerate(panels[name].items()):
-                vals = as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
+                vals = _as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
                 if vals.shape[1] != steps.size:
                     raise ValueError(
                         f"panels[{name!r}][{lab!r}] must be (S, {steps.size}), got {vals.shape}"
@@ -197,7 +197,7 @@ def training_dists(
             ax.set_ylabel(r"Dist$(\cdot, I)$")
             ax.set_title(tag + name)
             ax.legend(loc="best", fontsize=7.5)
-    return finish(fig)
+    return _finish(fig)
 
 
 def weight_heatmaps(mats: Mapping[str, np.ndarray], ncols: int = 3) -> Figure:
@@ -212,19 +212,19 @@ def weight_heatmaps(mats: Mapping[str, np.ndarray], ncols: int = 3) -> Figure:
         raise ValueError("mats must hold at least one matrix")
     nrows = -(-len(names) // ncols)
     with style():
-        fig = new_figure(8.0, 2.5 * nrows)
+        fig = _new_figure(8.0, 2.5 * nrows)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax in axes[len(names) :]:
             ax.set_visible(False)
         for k, (ax, name) in enumerate(zip(axes, names, strict=False)):
-            M = as_array(f"mats[{name!r}]", mats[name], 2)
+            M = _as_array(f"mats[{name!r}]", mats[name], 2)
             lim = float(np.abs(M).max()) or 1.0
             im = ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
             ax.set_xticks(range(M.shape[1]))
             ax.set_yticks(range(M.shape[0]))
             ax.set_title(f"({chr(97 + k)}) {name}", fontsize=9)
             fig.colorbar(im, ax=ax, shrink=0.8)
-    return finish(fig)
+    return _finish(fig)
 
 
 def gd_baselines(
@@ -246,11 +246,11 @@ def gd_baselines(
         points: label -> ``(K, S)`` losses of ``S`` trained models at each ``k``.
         floor_label: the curve the ratios of panel (b) are taken to (default the first).
     """
-    ks = as_array("ks", ks)
+    ks = _as_array("ks", ks)
     if not curves:
         raise ValueError("curves must hold at least one baseline")
-    vals = {lab: as_array(f"curves[{lab!r}]", c) for lab, c in curves.items()}
-    pts = {lab: as_array(f"points[{lab!r}]", p, 2) for lab, p in (points or {}).items()}
+    vals = {lab: _as_array(f"curves[{lab!r}]", c) for lab, c in curves.items()}
+    pts = {lab: _as_array(f"points[{lab!r}]", p, 2) for lab, p in (points or {}).items()}
     for lab, c in list(vals.items()) + list(pts.items()):
         if c.shape[0] != ks.size:
             raise ValueError(f"{lab!r} must have {ks.size} rows (one per k), got shape {c.shape}")
@@ -259,7 +259,7 @@ def gd_baselines(
         raise ValueError(f"floor_label must be one of {list(vals)}, got {floor_label!r}")
     ref = vals[ref_label]
     with style():
-        fig = new_figure(8.0, 3.6)
+        fig = _new_figure(8.0, 3.6)
         ax1, ax2 = fig.subplots(1, 2)
         styles = ["-", "--", ":", "-."]
         for j, (lab, c) in enumerate(vals.items()):
@@ -280,5 +280,5 @@ def gd_baselines(
             log_ticks(ax)
             ax.set_xticks(ks)
             ax.set_xlabel("steps = layers $k$")
-        legend_below(ax1, ncol=2, fontsize=8)
-    return finish(fig)
+        _legend_below(ax1, ncol=2, fontsize=8)
+    return _finish(fig)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, new_figure, same_len, style
+from .core import _as_array, _finish, _new_figure, _same_len, style
 
 __all__ = ["lemma5_check", "theorem1_rate", "heads_sweep", "fig2a_inference", "fig3_gap"]
 
@@ -37,12 +37,12 @@ def lemma5_check(
     """
     if not estimates or not closed_forms:
         raise ValueError("estimates and closed_forms must be non-empty mappings")
-    steps, gap, dist = as_array("steps", steps), as_array("gap", gap), as_array("dist", dist)
-    same_len(steps=steps, gap=gap, dist=dist)
+    steps, gap, dist = _as_array("steps", steps), _as_array("gap", gap), _as_array("dist", dist)
+    _same_len(steps=steps, gap=gap, dist=dist)
     if np.any(gap <= 0) or np.any(dist <= 0):
         raise ValueError("gap and dist must be positive (they are drawn on a log scale)")
     with style():
-        fig = new_figure(8.0, 3.4)
+        fig = _new_figure(8.0, 3.4)
         ax1, ax2 = fig.subplots(1, 2)
         for i, (mean, se) in enumerate(estimates.values()):
             ax1.errorbar([i], [mean], yerr=[4 * se], fmt="o", color="k", capsize=4)
@@ -58,7 +58,7 @@ def lemma5_check(
         ax2.set_xlabel("step")
         ax2.set_title(r"(b) $\widehat A(\theta) \to A$ (eq. 38)")
         ax2.legend()
-    return finish(fig)
+    return _finish(fig)
 
 
 def theorem1_rate(steps, gap, fit_steps, fit_gap, bound) -> Figure:
@@ -72,21 +72,21 @@ def theorem1_rate(steps, gap, fit_steps, fit_gap, bound) -> Figure:
         fit_gap: ``(F,)`` the fitted line ``exp(a + b t)`` there.
         bound: ``(T,)`` the bound ``(1 - eta_w zeta0 / 2K)^t Delta0`` of eq. 18.
     """
-    steps, gap, bound = as_array("steps", steps), as_array("gap", gap), as_array("bound", bound)
-    fit_steps, fit_gap = as_array("fit_steps", fit_steps), as_array("fit_gap", fit_gap)
-    same_len(steps=steps, gap=gap, bound=bound)
-    same_len(fit_steps=fit_steps, fit_gap=fit_gap)
+    steps, gap, bound = _as_array("steps", steps), _as_array("gap", gap), _as_array("bound", bound)
+    fit_steps, fit_gap = _as_array("fit_steps", fit_steps), _as_array("fit_gap", fit_gap)
+    _same_len(steps=steps, gap=gap, bound=bound)
+    _same_len(fit_steps=fit_steps, fit_gap=fit_gap)
     if np.any(gap <= 0) or np.any(bound <= 0) or np.any(fit_gap <= 0):
         raise ValueError("gap, fit_gap and bound must be positive (they are drawn on a log scale)")
     with style():
-        fig = new_figure(6.5, 3.4)
+        fig = _new_figure(6.5, 3.4)
         ax = fig.subplots()
         ax.semilogy(steps, gap, label=r"GD, $L(\theta_t) - L^\star$")
         ax.semilogy(fit_steps, fit_gap, "k--", label="linear fit of log gap")
         ax.semilogy(steps, bound, color="C3", label="bound, eq. 18")
         ax.set_xlabel("step t")
         ax.legend()
-    return finish(fig)
+    return _finish(fig)
 
 
 def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
@@ -100,16 +100,16 @@ def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
     if not curves:
         raise ValueError("curves must be a non-empty mapping H -> losses")
     with style():
-        fig = new_figure(6.5, 3.8)
+        fig = _new_figure(6.5, 3.8)
         ax = fig.subplots()
         for i, (H, loss) in enumerate(curves.items()):
-            loss = as_array(f"curves[{H}]", loss)
+            loss = _as_array(f"curves[{H}]", loss)
             ax.semilogy(np.arange(loss.size), loss, color=f"C{i % 10}", label=f"H={H}")
         ax.axhline(L_star, color="k", ls="--", lw=1, label=r"$L^\star$")
         ax.set_xlabel("step")
         ax.set_ylabel("training loss")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return finish(fig)
+    return _finish(fig)
 
 
 def fig2a_inference(
@@ -125,27 +125,27 @@ def fig2a_inference(
         exact: label -> ``(R,)`` their exact expectations (dashed, same colour order as ``curves``).
         L_star: the infimum of the training loss (dotted line).
     """
-    steps, train_loss = as_array("steps", steps), as_array("train_loss", train_loss)
-    same_len(steps=steps, train_loss=train_loss)
+    steps, train_loss = _as_array("steps", steps), _as_array("train_loss", train_loss)
+    _same_len(steps=steps, train_loss=train_loss)
     if not curves:
         raise ValueError("curves must be a non-empty mapping label -> losses")
     with style():
-        fig = new_figure(6.5, 3.6)
+        fig = _new_figure(6.5, 3.6)
         ax = fig.subplots()
         ax.semilogy(steps, train_loss, color="k", label="training loss")
         for i, (label, y) in enumerate(curves.items()):
-            y = as_array(f"curves[{label!r}]", y)
-            same_len(steps=steps, curve=y)
+            y = _as_array(f"curves[{label!r}]", y)
+            _same_len(steps=steps, curve=y)
             ax.semilogy(steps, y, color=f"C{i}", label=label)
         for i, (label, y) in enumerate(exact.items()):
-            y = as_array(f"exact[{label!r}]", y)
-            same_len(steps=steps, exact=y)
+            y = _as_array(f"exact[{label!r}]", y)
+            _same_len(steps=steps, exact=y)
             ax.semilogy(steps, y, color=f"C{i}", ls="--", lw=1, label=label)
         ax.axhline(L_star, color="k", ls=":", lw=1, label=r"$L^\star$")
         ax.set_xlabel("step")
         ax.set_ylabel("loss")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return finish(fig)
+    return _finish(fig)
 
 
 def fig3_gap(Ns, gaps, m: int) -> Figure:
@@ -158,15 +158,15 @@ def fig3_gap(Ns, gaps, m: int) -> Figure:
         gaps: ``(S, n)`` gaps, one row per seed (dictionary draw).
         m: number of basis functions.
     """
-    Ns = as_array("Ns", Ns)
-    gaps = as_array("gaps", gaps, ndim=2)
+    Ns = _as_array("Ns", Ns)
+    gaps = _as_array("gaps", gaps, ndim=2)
     if gaps.shape[1] != Ns.size:
         raise ValueError(f"gaps must have shape (S, {Ns.size}) to match Ns, got {gaps.shape}")
     if np.any(gaps < 0):
         raise ValueError("gaps must be >= 0")
     pos = lambda g: np.where(g > 0, g, np.nan)  # noqa: E731
     with style():
-        fig = new_figure(6.5, 3.6)
+        fig = _new_figure(6.5, 3.6)
         ax = fig.subplots()
         for g in gaps:
             ax.semilogy(Ns, pos(g), color="C0", lw=0.8, alpha=0.5)
@@ -176,4 +176,4 @@ def fig3_gap(Ns, gaps, m: int) -> Figure:
         ax.set_xlabel("N (examples in the prompt)")
         ax.set_ylabel(r"$\frac{1}{K}\,\mathbb{E}\,\|\widehat y^\star - \widehat y^{best}\|^2$")
         ax.legend()
-    return finish(fig)
+    return _finish(fig)

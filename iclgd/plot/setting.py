@@ -8,16 +8,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .core import (
-    as_array,
-    curve_ylim,
-    dc_text,
-    finish,
-    gd_line,
-    legend_below,
+    _as_array,
+    _curve_ylim,
+    _dc_text,
+    _finish,
+    _gd_line,
+    _legend_below,
+    _new_figure,
+    _nonempty,
+    _scale_text,
     log_ticks,
-    new_figure,
-    nonempty,
-    scale_text,
     smooth,
     style,
 )
@@ -49,16 +49,16 @@ def fig1_prior_mean(
         scale: ``"ci"`` or ``"paper"`` (title); ``None`` reads ``iclgd.scale()``.
         window: moving-average window of the training curves (:func:`smooth`).
     """
-    nonempty(losses=losses)
+    _nonempty(losses=losses)
     if set(losses) != set(evaluation):
         raise ValueError(f"losses and evaluation need the same runs: {list(losses)}, {evaluation}")
     with style():
-        fig = new_figure(6.5, 4.4)
+        fig = _new_figure(6.5, 4.4)
         ax = fig.add_subplot()
         colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
         curves = []
         for i, (name, loss) in enumerate(losses.items()):
-            loss = as_array(f"losses[{name!r}]", loss)
+            loss = _as_array(f"losses[{name!r}]", loss)
             y, x = smooth(loss, window)
             curves.append(y)
             col = colors[i % len(colors)]
@@ -67,20 +67,20 @@ def fig1_prior_mean(
             ax.errorbar(
                 [loss.size], [ev], yerr=[2 * se], fmt="o", color=col, mec="k", capsize=4, zorder=3
             )
-        gd_line(ax, gd_risk, "one-step GD, optimal $\\eta$ (exact)")
+        _gd_line(ax, gd_risk, "one-step GD, optimal $\\eta$ (exact)")
         ax.set(
             xlabel="training step",
             ylabel="ICL risk",
             yscale="log",
-            title=f"{dc_text(d, C)}, one head, $y_q = 0$ ({scale_text(scale)} scale)",
+            title=f"{_dc_text(d, C)}, one head, $y_q = 0$ ({_scale_text(scale)} scale)",
         )
-        ax.set_ylim(curve_ylim(curves, [gd_risk], None))
+        ax.set_ylim(_curve_ylim(curves, [gd_risk], None))
         log_ticks(ax)
         handles, labels = ax.get_legend_handles_labels()
         handles.append(ax.containers[0])
         labels.append("evaluation risk $\\pm$ 2 s.e. (fresh prompts)")
-        legend_below(ax, ncol=2, handles=handles, labels=labels)
-        return finish(fig)
+        _legend_below(ax, ncol=2, handles=handles, labels=labels)
+        return _finish(fig)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import as_array, finish, log_ticks, new_figure, nonempty, same_len, smooth, style
+from .core import _as_array, _finish, _new_figure, _nonempty, _same_len, log_ticks, smooth, style
 
 __all__ = ["deep_losses", "heads_budget"]
 
@@ -36,19 +36,19 @@ def deep_losses(
         lines: label -> value of a reference line (e.g. ``L*``, a baseline).
         window: moving-average window of the training loss, ``>= 1``.
     """
-    nonempty(inference=inference)
-    train, record_steps = as_array("train", train), as_array("record_steps", record_steps)
+    _nonempty(inference=inference)
+    train, record_steps = _as_array("train", train), _as_array("record_steps", record_steps)
     if not inference:
         raise ValueError("inference must be a non-empty mapping label -> (R,) losses")
     _positive("train", train)
-    curves = {k: as_array(f"inference[{k!r}]", c) for k, c in inference.items()}
+    curves = {k: _as_array(f"inference[{k!r}]", c) for k, c in inference.items()}
     for k, c in curves.items():
-        same_len(record_steps=record_steps, **{"inference": c})
+        _same_len(record_steps=record_steps, **{"inference": c})
         _positive(f"inference[{k!r}]", c)
     _positive("lines", np.array([float(x) for x in lines.values()] or [1.0]))
     values, at = smooth(train, window)
     with style():
-        fig = new_figure(7.0, 3.8)
+        fig = _new_figure(7.0, 3.8)
         ax = fig.subplots()
         ax.semilogy(at, values, color="k", label="training loss (eq. 9)")
         for i, (label, c) in enumerate(curves.items()):
@@ -59,7 +59,7 @@ def deep_losses(
         ax.set_ylabel("loss")
         log_ticks(ax)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return finish(fig)
+    return _finish(fig)
 
 
 def heads_budget(
@@ -78,11 +78,11 @@ def heads_budget(
         cut: optional ``H`` -> the number of steps that ``H`` completes within the budget.
         window: moving-average window, ``>= 1``.
     """
-    nonempty(final=final, curves=curves)
+    _nonempty(final=final, curves=curves)
     if not final or not curves:
         raise ValueError("final and curves must be non-empty mappings")
     with style():
-        fig = new_figure(8.0, 3.6)
+        fig = _new_figure(8.0, 3.6)
         ax1, ax2 = fig.subplots(1, 2)
         for i, (label, by_h) in enumerate(final.items()):
             hs = sorted(by_h)
@@ -97,7 +97,7 @@ def heads_budget(
         ax1.set_title("(a) final losses against H")
         ax1.legend(fontsize=8.5)
         for i, (H, loss) in enumerate(curves.items()):
-            loss = as_array(f"curves[{H}]", loss)
+            loss = _as_array(f"curves[{H}]", loss)
             _positive(f"curves[{H}]", loss)
             values, at = smooth(loss, window)
             end = len(at) if cut is None else int(np.searchsorted(at, cut[H], side="right"))
@@ -109,4 +109,4 @@ def heads_budget(
         ax2.set_ylabel("training loss")
         ax2.set_title("(b) training loss" + ("" if cut is None else ", solid within the budget"))
         ax2.legend(fontsize=8.5)
-    return finish(fig)
+    return _finish(fig)

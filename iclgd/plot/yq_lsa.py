@@ -10,19 +10,19 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .core import (
-    GD_STYLE,
-    as_array,
-    colors_for,
-    curve_ylim,
-    finish,
-    gd_line,
+    _GD_STYLE,
+    _as_array,
+    _colors_for,
+    _curve_ylim,
+    _finish,
+    _gd_line,
+    _new_figure,
+    _nonempty,
+    _scale_text,
+    _w2_label,
     log_ticks,
-    new_figure,
-    nonempty,
-    scale_text,
     smooth,
     style,
-    w2_label,
 )
 
 
@@ -54,42 +54,42 @@ def fig5_yq_training(
         ylim: the shared y-limits (log axis); None: the range of the curves.
         window: moving-average window of the sampled curves.
     """
-    nonempty(sampled=sampled)
-    cols = colors_for(set(sampled) | set(exact), colors)
+    _nonempty(sampled=sampled)
+    cols = _colors_for(set(sampled) | set(exact), colors)
     steps = len(next(iter(sampled.values()))[0])
     exact_steps = len(next(iter(exact.values())))
     with style():
-        fig = new_figure(8.0, 5.0)
+        fig = _new_figure(8.0, 5.0)
         ax1, ax2 = fig.subplots(1, 2, sharey=True)
         curves = []
         for s2, (loss, r_exact) in sorted(sampled.items()):
-            y, x = smooth(as_array("losses", loss), window)
+            y, x = smooth(_as_array("losses", loss), window)
             ax1.plot(x, y, color=cols[s2], lw=1.2, label="_nolegend_")
             ax1.plot([len(loss)], [r_exact], "o", color=cols[s2], mec="k", ms=8, zorder=3)
             curves.append(y)
         for s2, curve in sorted(exact.items()):
-            curve = as_array("exact", curve)
+            curve = _as_array("exact", curve)
             ax2.plot(np.arange(1, curve.size + 1), curve, color=cols[s2], lw=1.5)
             curves.append(curve)
         for ax in (ax1, ax2):
-            gd_line(ax, gd_risk)
+            _gd_line(ax, gd_risk)
             ax.set(xlabel="training step", yscale="log")
         ax1.set(
             ylabel="ICL risk",
-            title=f"(a) sampled training, {steps} steps\n({scale_text(scale)} scale)",
+            title=f"(a) sampled training, {steps} steps\n({_scale_text(scale)} scale)",
         )
         ax2.set(title=f"(b) the same Adam on the exact risk\n{exact_steps} steps")
-        ax1.set_ylim(curve_ylim(curves, [gd_risk], ylim))
+        ax1.set_ylim(_curve_ylim(curves, [gd_risk], ylim))
         log_ticks(ax1)
         handles = [Line2D([], [], color=cols[s2], lw=2) for s2 in cols]
-        labels = [w2_label(s2) for s2 in cols]
+        labels = [_w2_label(s2) for s2 in cols]
         handles += [
-            Line2D([], [], **GD_STYLE),
+            Line2D([], [], **_GD_STYLE),
             Line2D([], [], ls="none", marker="o", color="gray", mec="k", ms=8),
         ]
         labels += ["one-step GD, $\\eta^\\star$ (exact)", "exact risk of the trained weights"]
         fig.legend(handles, labels, loc="outside lower center", ncol=3)
-        return finish(fig)
+        return _finish(fig)
 
 
 def fig5b_yq_vs_gd(
@@ -115,30 +115,30 @@ def fig5b_yq_vs_gd(
         bins: number of bins of panels (a) and (b).
         log_bins: bin edges of panel (c); default ``np.logspace(-6, 0, 61)``.
     """
-    nonempty(metrics=metrics)
+    _nonempty(metrics=metrics)
     keys = ("pred_diff", "pred_scale", "grad_diff", "grad_scale", "cos", "cos_ref")
     for s2, m in metrics.items():
         missing = [k for k in keys if k not in m]
         if missing:
             raise ValueError(f"metrics[{s2!r}] lacks {missing}")
-    cols = colors_for(metrics, colors)
+    cols = _colors_for(metrics, colors)
     log_bins = np.logspace(-6, 0, 61) if log_bins is None else np.asarray(log_bins)
     with style():
-        fig = new_figure(8.0, 7.0)
+        fig = _new_figure(8.0, 7.0)
         gs = fig.add_gridspec(2, 2)
         ax_a, ax_b = fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1])
         ax_c = fig.add_subplot(gs[1, :])
         for s2 in cols:
             m, c = metrics[s2], cols[s2]
-            pred_rel = as_array("pred_diff", m["pred_diff"]) / float(m["pred_scale"])
-            grad_rel = as_array("grad_diff", m["grad_diff"]) / float(m["grad_scale"])
+            pred_rel = _as_array("pred_diff", m["pred_diff"]) / float(m["pred_scale"])
+            grad_rel = _as_array("grad_diff", m["grad_diff"]) / float(m["grad_scale"])
             ax_a.hist(pred_rel, bins=bins, histtype="step", color=c, lw=1.4)
             ax_b.hist(grad_rel, bins=bins, histtype="step", color=c, lw=1.4)
             ax_c.hist(
-                1 - as_array("cos", m["cos"]), bins=log_bins, histtype="step", color=c, lw=1.4
+                1 - _as_array("cos", m["cos"]), bins=log_bins, histtype="step", color=c, lw=1.4
             )
             ax_c.hist(
-                1 - as_array("cos_ref", m["cos_ref"]),
+                1 - _as_array("cos_ref", m["cos_ref"]),
                 bins=log_bins,
                 histtype="stepfilled",
                 alpha=0.18,
@@ -160,11 +160,11 @@ def fig5b_yq_vs_gd(
             title="(c) gradient alignment",
         )
         handles = [Line2D([], [], color=cols[s2], lw=2) for s2 in cols]
-        labels = [w2_label(s2) for s2 in cols]
+        labels = [_w2_label(s2) for s2 in cols]
         handles += [
             Line2D([], [], color="gray", lw=1.4),
             Patch(facecolor="gray", alpha=0.3, edgecolor="none"),
         ]
         labels += ["trained $y_q$-LSA vs one GD step", "(c) one GD step vs the true $\\hat w$"]
         fig.legend(handles, labels, loc="outside lower center", ncol=3)
-        return finish(fig)
+        return _finish(fig)

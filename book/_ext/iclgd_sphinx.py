@@ -16,13 +16,14 @@
    ```{iclgd-status}
    ```
    ````
-       the tables of ``book/_status.json`` (written by ``scripts/record_status.py``).
+       the tables of ``book/_generated/status.json`` (written by ``scripts/record_status.py``).
 
    ````md
    ```{iclgd-paper-runs}
    ```
    ````
-       the paper-scale runs of ``book/_paper_runs.json`` (``scripts/record_paper_run.py``).
+       the paper-scale runs of ``book/_generated/paper_runs.json``
+       (``scripts/record_paper_run.py``).
 
    ````md
    ```{iclgd-macros}
@@ -68,15 +69,16 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 from sphinx.util.nodes import make_refnode
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+HERE = Path(__file__).resolve().parent  # book/_ext
+REPO = HERE.parents[1]
+SCRIPTS = REPO / "scripts"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
 
-import record_paper_run  # noqa: E402  (sibling script)
-import record_status  # noqa: E402  (sibling script)
+import record_paper_run  # noqa: E402  (scripts/record_paper_run.py)
+import record_status  # noqa: E402  (scripts/record_status.py)
 
 logger = logging.getLogger(__name__)
 
