@@ -12,8 +12,8 @@ zoom line search).
 1. **One value and gradient of the training loss** (one seed, 20,000 prompts), three forward
    passes of the same model:
 
-   * ``sparse_predict``: iclgd's, every token through every layer with batched ``einsum``, the
-     layers unrolled in Python;
+   * ``sparse_predict``: iclgd's (what ``linear_transformer_model(..., symmetrize=True).predict``
+     runs), every token through every layer with batched ``einsum``, the layers unrolled in Python;
    * ``lax.scan over layers``: the same computation with a ``lax.scan`` over the layers, as iclgd
      had it up to 6f5e86e^; defined below;
    * ``full model``: ``linear_transformer_predict(sparse_to_full(params), Z0)``, the general
@@ -24,10 +24,11 @@ zoom line search).
 2. **L-BFGS steps of 5 seeds** (eq. 13, n = 10), one call = ``iclgd.train_seeds(..., steps=K)``:
 
    * ``seed_args, one after another``: each seed's batch drawn once and passed with
-     ``seed_args``; ``vectorize=False`` (the default for L-BFGS on a CPU);
+     ``seed_args`` to ``training.batch_loss(model)``; ``vectorize=False`` (the default for L-BFGS
+     on a CPU);
    * ``seed_args, vmap``: the same with ``vectorize=True``;
    * ``batch drawn in the loss, vmap``:
-     ``loss(p, key) = mean(err(sample_paper_prompts(key, n, N)))``
+     ``loss(p, key) = batch_loss(model)(p, key, sample_paper_prompts(key, n, N))``
      with ``fixed_key=True`` and ``vectorize=True``, how the chapters trained before 6f5e86e.
 
 Protocol: the contenders of a section run interleaved, A, B, C, A, B, C, ...; round 0 is each one's
@@ -51,11 +52,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_training import CLOCK, load, stats  # noqa: E402
 
 import iclgd  # noqa: E402
-from iclgd import tasks  # noqa: E402
+from iclgd import models, tasks, training  # noqa: E402
 from iclgd.models import linear_transformer as LT  # noqa: E402
 
 D, L = 5, 3
-sym = lambda A: (A + jnp.swapaxes(A, -1, -2)) / 2  # noqa: E731
 
 
 # ------------------------------------------------------------- the replaced lax.scan forward passes
@@ -97,15 +97,11 @@ def scan_gdpp(As, Bs, Z0):
 
 def forwards(form: str) -> dict:
     """``name -> predict(params, Z0)`` for ``form`` ``"pgd"`` (eq. 9) or ``"gdpp"`` (eq. 13)."""
-    sp = (
-        (lambda p: {"A": sym(p["A"])})
-        if form == "pgd"
-        else (lambda p: {"A": sym(p["A"]), "B": p["B"]})
-    )
+    sp = LT.symmetrize  # the effective parameters: symmetric A_l
     scan = (
-        (lambda p, Z: scan_pgd(sym(p["A"]), Z))
+        (lambda p, Z: scan_pgd(sp(p)["A"], Z))
         if form == "pgd"
-        else (lambda p, Z: scan_gdpp(sym(p["A"]), p["B"], Z))
+        else (lambda p, Z: scan_gdpp(*(sp(p)[k] for k in "AB"), Z))
     )
     return {
         "sparse_predict": lambda p, Z: LT.sparse_predict(sp(p), Z),
@@ -161,12 +157,13 @@ def main(argv=None) -> None:
     key = jax.random.key(21)
     for form, n in (("pgd", 20), ("gdpp", 10)):
         pr = tasks.sample_paper_prompts(jax.random.fold_in(key, 1), n, N)
-        shape = (2, L, D, D) if form == "gdpp" else (1, L, D, D)
-        p = dict(zip("AB", 0.1 * jax.random.normal(key, shape)))
+        Z0 = tasks.embed_zero_query(pr)
+        model = models.linear_transformer_model(D, L, form=form, init_std=0.1, symmetrize=True)
+        p = model.init(key)
         cont = {}
         for name, f in forwards(form).items():
             vg = jax.jit(jax.value_and_grad(lambda p, Z, y, f=f: jnp.mean((f(p, Z) - y) ** 2)))
-            cont[name] = lambda vg=vg: vg(p, pr.Z0, pr.y)
+            cont[name] = lambda vg=vg: vg(p, Z0, pr.y_target)
         print(
             f"\n=== value and gradient of the loss, eq. {9 if form == 'pgd' else 13}, n = {n}, "
             f"{N:,} prompts, {L} layers, one seed ==="
@@ -178,10 +175,10 @@ def main(argv=None) -> None:
     keys = jax.random.split(jax.random.key(21), seeds)
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     batch = jax.vmap(lambda k: tasks.sample_paper_prompts(k, n, N))(data_keys)
-    err = lambda p, pr: (LT.sparse_predict({"A": sym(p["A"]), "B": p["B"]}, pr.Z0) - pr.y) ** 2  # noqa: E731
-    on_batch = lambda p, key, pr: jnp.mean(err(p, pr))  # noqa: E731
-    drawn = lambda p, key: jnp.mean(err(p, tasks.sample_paper_prompts(key, n, N)))  # noqa: E731
-    init = lambda k: dict(zip("AB", 0.1 * jax.random.normal(k, (2, L, D, D))))  # noqa: E731
+    model = models.linear_transformer_model(D, L, form="gdpp", init_std=0.1, symmetrize=True)
+    on_batch = training.batch_loss(model)
+    drawn = lambda p, key: on_batch(p, key, tasks.sample_paper_prompts(key, n, N))  # noqa: E731
+    init = model.init
     opts = dict(optimizer="lbfgs", learning_rate=1.0, steps=K, fixed_key=True, progress=False)
     train = iclgd.train_seeds
     cont = {

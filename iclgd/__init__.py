@@ -37,6 +37,7 @@ from .tasks import Prior, TaskBatch, embed, embed_zero_query, linear_guess, make
 from .training import (
     History,
     TrainResult,
+    batch_loss,
     evaluate,
     make_optimizer,
     sampled_loss,
@@ -74,6 +75,7 @@ __all__ = [
     "TrainResult",
     "evaluate",
     "make_optimizer",
+    "batch_loss",
     "sampled_loss",
     "train",
     "train_seeds",

@@ -101,7 +101,9 @@ def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
     for _ in range(2):
         w = w - gamma * np.einsum("bni,bn->bi", X, np.einsum("bni,bi->bn", X, w) - y) / n
     A = [-gamma * jnp.eye(d)] * 2  # a sequence is accepted too
-    _close(baselines.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q)))
+    _close(
+        baselines.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q))
+    )
 
 
 # ----------------------------------------------------------------------- full model vs sparse forms
@@ -132,7 +134,10 @@ def test_gd_plus_plus_transformer_equals_algorithm(k):
     _close(pred_sparse, lt.linear_transformer_predict(lt.sparse_to_full(sp), Z0))
     _close(pred_sparse, baselines.gd_plus_plus(t.X, t.y, t.x_q, A, Bm))
     if k >= 2:  # B_0 matters from the second layer on: GD++ differs from plain PGD
-        assert float(jnp.abs(pred_sparse - baselines.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
+        assert (
+            float(jnp.abs(pred_sparse - baselines.preconditioned_gd(t.X, t.y, t.x_q, A)).max())
+            > 1e-3
+        )
 
 
 def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
@@ -350,3 +355,47 @@ def test_bad_theorem1_args():
         exact.theorem1_optimal_A(np.eye(2), 0)
     with pytest.raises(ValueError, match=r"w_cov must be 'identity' or 'inverse_sigma'"):
         exact.theorem1_optimal_A(np.eye(2), 5, w_cov="sigma")
+
+
+def test_init_sparse_draws_one_normal_of_the_model_shape():
+    """eq. 9: one ``(L, d, d)`` draw; eq. 13: one ``(2, L, d, d)`` draw (A from [0], B from [1])."""
+    key, d, L = jax.random.key(5), 4, 2
+    G = 0.5 * jax.random.normal(key, (L, d, d))
+    np.testing.assert_array_equal(lt.init_sparse(key, d, L, 0.5, symmetric=False)["A"], G)
+    np.testing.assert_array_equal(
+        lt.init_sparse(key, d, L, 0.5)["A"], (G + jnp.swapaxes(G, 1, 2)) / 2
+    )
+    G2 = 0.5 * jax.random.normal(key, (2, L, d, d))
+    both = lt.init_sparse(key, d, L, 0.5, with_B=True, symmetric=False)
+    np.testing.assert_array_equal(both["A"], G2[0])
+    np.testing.assert_array_equal(both["B"], G2[1])
+    with pytest.raises(TypeError, match="with_B must be True or False"):
+        lt.init_sparse(key, d, L, with_B="yes")
+    with pytest.raises(TypeError, match="symmetric must be True or False"):
+        lt.init_sparse(key, d, L, symmetric=None)
+
+
+def test_symmetrize_effective_parameters():
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(2, 3, 4, 4)), rng.normal(size=(2, 3, 4, 4))
+    s = lt.symmetrize({"A": A})
+    assert set(s) == {"A"}
+    np.testing.assert_array_equal(s["A"], (A + np.swapaxes(A, -1, -2)) / 2)
+    sB = lt.symmetrize({"A": A[0], "B": B[0]})
+    np.testing.assert_array_equal(sB["B"], B[0])  # B unchanged
+    np.testing.assert_array_equal(sB["A"], s["A"][0])  # leading axes (seeds, records) map
+    np.testing.assert_array_equal(lt.symmetrize(s)["A"], s["A"])  # a projection
+    g = jax.jit(lt.symmetrize)({"A": jnp.asarray(A)})["A"]
+    np.testing.assert_allclose(g, s["A"])
+    with pytest.raises(TypeError, match="params must be a dict"):
+        lt.symmetrize({"P": A})
+    with pytest.raises(ValueError, match=r"params\['A'\] must have shape"):
+        lt.symmetrize({"A": A[0, 0]})  # (d, d): no layer axis
+    with pytest.raises(ValueError, match=r"params\['A'\] must have shape"):
+        lt.symmetrize({"A": np.zeros((2, 3, 4))})  # not square
+    with pytest.raises(ValueError, match=r"params\['B'\] must have shape like params\['A'\]"):
+        lt.symmetrize({"A": A, "B": B[0]})
+    with pytest.raises(ValueError, match="L must be an integer >= 1"):
+        lt.symmetrize({"A": np.zeros((0, 4, 4))})
+    with pytest.raises(ValueError, match="NaN|finite"):
+        lt.symmetrize({"A": np.full((1, 2, 2), np.nan)})

@@ -110,3 +110,96 @@ def test_bad_model_input():
         spec = _spec()
         m = iclgd.models.softmax_attention_model(spec, H=1)
         m.predict(m.init(jax.random.key(0)), TASKS)
+
+
+def test_linear_transformer_model_init_draws_the_chapters_parameters():
+    """``init`` draws ``init_std * normal(key, shape)``: the parameters Part III's chapters drew."""
+    d, L, key = 3, 2, jax.random.key(7)
+    pgd = iclgd.models.linear_transformer_model(d, L, form="pgd", init_std=0.1, symmetrize=True)
+    np.testing.assert_array_equal(pgd.init(key)["A"], 0.1 * jax.random.normal(key, (L, d, d)))
+    gdpp = iclgd.models.linear_transformer_model(d, L, form="gdpp", init_std=0.1, symmetrize=True)
+    ref = dict(zip("AB", 0.1 * jax.random.normal(key, (2, L, d, d))))
+    got = gdpp.init(key)
+    assert set(got) == {"A", "B"}
+    for k in "AB":
+        np.testing.assert_array_equal(got[k], ref[k])
+    # without symmetrize the drawn A_l are symmetric (eq. 9), from the same draw
+    A = iclgd.models.linear_transformer_model(d, L, form="pgd", init_std=0.1).init(key)["A"]
+    np.testing.assert_array_equal(A, np.swapaxes(A, 1, 2))
+    np.testing.assert_allclose(A, iclgd.models.linear_transformer.symmetrize(pgd.init(key))["A"])
+
+
+def test_linear_transformer_model_symmetrize_predicts_with_the_symmetric_part():
+    from iclgd.models import linear_transformer as LT
+
+    d, L = D, 2
+    Z0 = iclgd.embed_zero_query(TASKS)
+    for form in ("pgd", "gdpp"):
+        m = iclgd.models.linear_transformer_model(d, L, form=form, symmetrize=True, init_std=0.3)
+        p = m.init(jax.random.key(1))
+        assert np.abs(p["A"] - np.swapaxes(p["A"], 1, 2)).max() > 1e-3  # i.i.d., not symmetric
+        eff = LT.symmetrize(p)
+        np.testing.assert_array_equal(m.predict(p, TASKS), LT.sparse_predict(eff, Z0))
+        plain = iclgd.models.linear_transformer_model(d, L, form=form)
+        np.testing.assert_array_equal(m.predict(p, TASKS), plain.predict(eff, TASKS))
+        assert not np.allclose(plain.predict(p, TASKS), m.predict(p, TASKS))
+        assert "symmetrize=True" in m.name
+        # under jit and with a gradient: dA of the loss is symmetric
+        g = jax.grad(lambda q: jnp.sum(m.predict(q, TASKS) ** 2))(p)["A"]
+        np.testing.assert_allclose(g, np.swapaxes(g, 1, 2), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(jax.jit(m.predict)(p, TASKS), m.predict(p, TASKS), rtol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["full", "pgd", "gdpp"])
+def test_linear_transformer_model_layers_masks_the_last_layers(form):
+    d, L = D, 3
+    full = iclgd.models.linear_transformer_model(d, L, form=form, init_std=0.3)
+    p = full.init(jax.random.key(2))
+    for k in (1, 2, 3):
+        m = iclgd.models.linear_transformer_model(d, L, form=form, init_std=0.3, layers=k)
+        short = iclgd.models.linear_transformer_model(d, k, form=form)
+        want = short.predict(jax.tree_util.tree_map(lambda x: x[:k], p), TASKS)
+        np.testing.assert_allclose(m.predict(p, TASKS), want, rtol=1e-5, atol=1e-6)
+        assert f"layers={k}" in m.name
+        assert jax.tree_util.tree_map(jnp.shape, m.init(jax.random.key(0))) == (
+            jax.tree_util.tree_map(jnp.shape, p)
+        )  # the parameters keep L layers
+    # the masked layers get no gradient
+    m1 = iclgd.models.linear_transformer_model(d, L, form=form, layers=1)
+    g = jax.grad(lambda q: jnp.sum(m1.predict(q, TASKS) ** 2))(p)
+    acting = "P" if form == "full" else "A"
+    assert np.all(np.asarray(g[acting][1:]) == 0) and np.abs(g[acting][0]).max() > 0
+
+
+def test_linear_transformer_model_layers_and_symmetrize_compose():
+    from iclgd.models import linear_transformer as LT
+
+    m = iclgd.models.linear_transformer_model(D, 3, form="pgd", symmetrize=True, layers=2)
+    p = m.init(jax.random.key(4))
+    eff = {"A": LT.symmetrize(p)["A"] * jnp.array([1.0, 1.0, 0.0])[:, None, None]}
+    np.testing.assert_array_equal(
+        m.predict(p, TASKS), LT.sparse_predict(eff, iclgd.embed_zero_query(TASKS))
+    )
+
+
+def test_linear_transformer_model_bad_input():
+    lt_model = iclgd.models.linear_transformer_model
+    with pytest.raises(ValueError, match="symmetrize=True needs form 'pgd' or 'gdpp'"):
+        lt_model(D, 2, symmetrize=True)
+    with pytest.raises(TypeError, match="symmetrize must be True or False"):
+        lt_model(D, 2, form="pgd", symmetrize="yes")
+    with pytest.raises(ValueError, match=r"layers must be an integer with 1 <= layers <= L = 2"):
+        lt_model(D, 2, form="pgd", layers=3)
+    with pytest.raises(ValueError, match="layers must be an integer >= 1"):
+        lt_model(D, 2, form="pgd", layers=0)
+    with pytest.raises(ValueError, match="layers must be an integer"):
+        lt_model(D, 2, form="pgd", layers=1.5)
+    m = lt_model(D, 2, form="pgd")
+    with pytest.raises(ValueError, match=r"params\['A'\] must have L = 2 layers"):
+        m.predict({"A": jnp.zeros((3, D, D))}, TASKS)
+    with pytest.raises(ValueError, match=r"params\['P'\] must have L = 2 layers"):
+        lt_model(D, 2).predict(lt_model(D, 1).init(jax.random.key(0)), TASKS)
+    with pytest.raises(TypeError, match="batch must be an iclgd.tasks.TaskBatch"):
+        m.predict(m.init(jax.random.key(0)), iclgd.embed_zero_query(TASKS))
+    with pytest.raises(ValueError, match=r"params\['A'\] must have shape"):
+        m.predict({"A": jnp.zeros((2, D + 1, D + 1))}, TASKS)

@@ -114,35 +114,104 @@ _FORMS = ("full", "pgd", "gdpp")
 
 
 def linear_transformer_model(
-    d: int, L: int, *, form: str = "full", init_std: float = 0.01
+    d: int,
+    L: int,
+    *,
+    form: str = "full",
+    init_std: float = 0.01,
+    symmetrize: bool = False,
+    layers: int | None = None,
 ) -> Model:
     """The ``L``-layer linear transformer of Ahn et al. on the zero-query embedding (eq. 1).
 
     ``form``: ``"full"`` (eq. 4, ``{"P", "Q"}`` each ``(L, d+1, d+1)``), ``"pgd"`` (eq. 9, ``{"A"}``
-    ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}``: GD++). The prediction
-    is ``-[Z_L]_{d+1, n+1}`` (eq. 5).
+    ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}`` each ``(L, d, d)``:
+    GD++). The prediction ``predict(params, batch)`` is ``-[Z_L]_{d+1, n+1}`` (eq. 5), ``(B,)``, for
+    a :class:`~iclgd.tasks.TaskBatch` ``batch`` (e.g. :func:`~iclgd.tasks.sample_paper_prompts`).
+
+    Args:
+        d: input dimension, ``>= 1``.
+        L: number of layers, ``>= 1``; ``params`` must have ``L`` layers.
+        form: ``"full"``, ``"pgd"`` or ``"gdpp"``.
+        init_std: scale of the initial entries, ``>= 0``. ``init(key)`` draws
+            ``init_std * jax.random.normal(key, shape)``, shape ``(2, L, d+1, d+1)`` (``"full"``:
+            ``P, Q``), ``(L, d, d)`` (``"pgd"``: ``A``) or ``(2, L, d, d)`` (``"gdpp"``: ``A, B``)
+            (:func:`~iclgd.models.linear_transformer.init_sparse`); without ``symmetrize`` the
+            drawn ``A_l`` are symmetrised, with it they are kept i.i.d.
+        symmetrize: forms ``"pgd"``, ``"gdpp"`` only: predict with ``(A_l + A_l^T) / 2``
+            (:func:`~iclgd.models.linear_transformer.symmetrize`), the paper's constraint that
+            ``A_l`` is symmetric (eq. 9, 13) kept through unconstrained training.
+        layers: ``k`` with ``1 <= k <= L``: only the first ``k`` layers act, the others are masked
+            to zero (``A_l`` for eq. 9 / 13, ``P_l`` for eq. 4: the identity layer), so that the
+            parameters keep the shape of ``L`` layers; ``None``: all ``L``.
+
+    Returns:
+        a :class:`Model`.
     """
     d, L = v.positive_int("d", d), v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
     if form not in _FORMS:
         raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
+    symmetrize = _lt._flag("symmetrize", symmetrize)
+    if symmetrize and form == "full":
+        raise ValueError(
+            "symmetrize=True needs form 'pgd' or 'gdpp' (the symmetric A_l of eq. 9 / 13); "
+            "form 'full' has no A_l"
+        )
+    if layers is not None:
+        layers = v.positive_int("layers", layers)
+        if layers > L:
+            raise ValueError(f"layers must be an integer with 1 <= layers <= L = {L}, got {layers}")
+    extra = (", symmetrize=True" if symmetrize else "") + (f", layers={layers}" if layers else "")
+    name = f"linear_transformer(d={d}, L={L}, form={form!r}{extra})"
+    acting = "P" if form == "full" else "A"
+
+    def effective(params):
+        _check_layer_count(params, acting, L)
+        if symmetrize:
+            params = _lt.symmetrize(params)
+        if layers is not None:
+            M = params[acting]
+            mask = (jnp.arange(L) < layers).astype(jnp.result_type(M))
+            params = {**params, acting: M * mask[:, None, None]}
+        return params
+
     if form == "full":
 
         def init(key):
             return _lt.init_linear_transformer(key, d, L, init_std)
 
         def predict(params, batch):
-            return _lt.linear_transformer_predict(params, embed_zero_query(_task_batch(batch)))
+            return _lt.linear_transformer_predict(effective(params), _embed(batch))
 
     else:
 
         def init(key):
-            return _lt.init_sparse(key, d, L, init_std, with_B=form == "gdpp")
+            return _lt.init_sparse(
+                key, d, L, init_std, with_B=form == "gdpp", symmetric=not symmetrize
+            )
 
         def predict(params, batch):
-            return _lt.sparse_predict(params, embed_zero_query(_task_batch(batch)))
+            return _lt.sparse_predict(effective(params), _embed(batch))
 
-    return Model(init, predict, f"linear_transformer(d={d}, L={L}, form={form!r})")
+    return Model(init, predict, name)
+
+
+def _embed(batch) -> jax.Array:
+    """``Z_0`` of eq. 1, ``(B, d+1, n+1)``, materialised: behind the optimisation barrier XLA
+    compiles the forward pass as on a given embedding, with the same float sums bit for bit
+    (fused into the contractions, the concatenation changed their order)."""
+    return jax.lax.optimization_barrier(embed_zero_query(_task_batch(batch)))
+
+
+def _check_layer_count(params, key: str, L: int) -> None:
+    """Raise unless ``params[key]`` (when present with 3 axes) has the model's ``L`` layers."""
+    if isinstance(params, dict) and key in params:
+        s = tuple(getattr(params[key], "shape", ()))
+        if len(s) == 3 and s[0] != L:
+            raise ValueError(
+                f"params['{key}'] must have L = {L} layers (the model's L), got shape {s}"
+            )
 
 
 def softmax_attention_model(spec: RepresentationSpec, H: int, *, beta: float = 1.0) -> Model:

@@ -26,7 +26,9 @@ the model's prediction of ``y^(n+1) = <w*, x^(n+1)>`` is the *negative* bottom-r
 * eq. 13: ``P_l = [[B_l, 0], [0, 1]]``, ``Q_l = [[A_l, 0], [0, 0]]`` -- parameters
   ``{"A": (L, d, d), "B": (L, d, d)}``.
 
-The paper takes every ``A_l`` symmetric (eq. 9, 13). The code accepts any ``A_l``.
+The paper takes every ``A_l`` symmetric (eq. 9, 13). The code accepts any ``A_l``;
+:func:`symmetrize` maps unconstrained parameters to the symmetric ones (what
+``iclgd.models.linear_transformer_model(..., symmetrize=True)`` predicts with).
 
 **Lemma 2 (eq. 10-11, proof in App. C.2).** Under eq. 9 the prediction after ``l`` layers is
 ``<w_l, x^(n+1)>`` (i.e. ``[Z_l]_{d+1,n+1} = -<w_l, x^(n+1)>``), where ``w_0 = 0`` and
@@ -65,6 +67,7 @@ from .. import checks as v
 __all__ = [
     "init_linear_transformer",
     "init_sparse",
+    "symmetrize",
     "sparse_to_full",
     "linear_transformer_output",
     "linear_transformer_output_literal",
@@ -122,6 +125,13 @@ def _check_sparse_params(params, dims: dict) -> bool:
     return "B" in params
 
 
+def _flag(name: str, x) -> bool:
+    """Check a boolean option (``True``/``False``, numpy bools too)."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise v.ArgumentTypeError(f"{name} must be True or False, got {x!r}")
+    return bool(x)
+
+
 # ----------------------------------------------------------------------------------------------
 # Initialisation and parameter constructors
 # ----------------------------------------------------------------------------------------------
@@ -160,9 +170,11 @@ def init_sparse(
     """Random sparse parameters: eq. 9 (``{"A"}``) or, with
     ``with_B=True``, eq. 13 (``{"A", "B"}``).
 
-    ``A_l = init_std * (G + G^T) / 2`` with ``G`` standard normal if ``symmetric`` (eq. 9 and 13
-    take ``A_l`` symmetric), else ``init_std * G``. ``B_l = init_std * G'`` (no symmetry imposed;
-    the paper's Sec. 6.1 initialises with scaled i.i.d. Gaussians).
+    Draws ``G`` standard normal of shape ``(L, d, d)`` (eq. 9) or ``(2, L, d, d)`` (eq. 13: ``G[0]``
+    for the ``A_l``, ``G[1]`` for the ``B_l``), so that ``init_std * G`` is exactly
+    ``init_std * jax.random.normal(key, shape)``. ``A_l = init_std * (G + G^T) / 2`` if
+    ``symmetric`` (eq. 9 and 13 take ``A_l`` symmetric), else ``init_std * G``. ``B_l = init_std *
+    G'`` (no symmetry imposed; the paper's Sec. 6.1 initialises with scaled i.i.d. Gaussians).
 
     Args:
         key: a JAX PRNG key.
@@ -170,7 +182,8 @@ def init_sparse(
         L: number of layers, ``L >= 1``.
         init_std: scale of the entries, ``>= 0``.
         with_B: also return the ``B_l`` blocks of eq. 13.
-        symmetric: symmetrise the ``A_l``.
+        symmetric: symmetrise the ``A_l`` (``False``: i.i.d. entries, for a model that
+            symmetrises in its forward pass, :func:`symmetrize`).
 
     Returns:
         ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
@@ -179,12 +192,38 @@ def init_sparse(
     d = v.positive_int("d", d)
     L = v.positive_int("L", L)
     init_std = v.nonneg_float("init_std", init_std)
-    G = jax.random.normal(key, (2, L, d, d))  # one draw for A and B
-    A = init_std * ((G[0] + jnp.swapaxes(G[0], 1, 2)) / 2 if symmetric else G[0])
-    out = {"A": A}
+    with_B, symmetric = _flag("with_B", with_B), _flag("symmetric", symmetric)
+    G = init_std * jax.random.normal(key, (2, L, d, d) if with_B else (L, d, d))
+    A = G[0] if with_B else G
+    out = {"A": (A + jnp.swapaxes(A, 1, 2)) / 2 if symmetric else A}
     if with_B:
-        out["B"] = init_std * G[1]
+        out["B"] = G[1]
     return out
+
+
+def symmetrize(params: dict) -> dict:
+    """The effective parameters of a sparse model that keeps eq. 9's / eq. 13's constraint
+    ``A_l = A_l^T`` through unconstrained training: ``A_l -> (A_l + A_l^T) / 2``, ``B_l``
+    unchanged (``iclgd.models.linear_transformer_model(..., symmetrize=True)`` predicts with
+    these).
+
+    Args:
+        params: ``{"A": (..., L, d, d)}`` or ``{"A": (..., L, d, d), "B": (..., L, d, d)}``: one
+            model, or stacks of them (seeds, records of a training history); jittable.
+
+    Returns:
+        the same keys and shapes, every ``A_l`` symmetric.
+    """
+    what = (
+        "a dict {'A': (..., L, d, d)} (eq. 9) or {'A': (..., L, d, d), 'B': (..., L, d, d)} "
+        "(eq. 13)"
+    )
+    v.param_dict("params", params, ("A",), what, optional=("B",))
+    _check_L("params['A']", params["A"])
+    A = v.array("params['A']", params["A"], "... L d d")
+    if "B" in params:
+        v.shape("params['B']", params["B"], tuple(A.shape), "like params['A']")
+    return {**params, "A": (A + jnp.swapaxes(A, -1, -2)) / 2}
 
 
 def sparse_to_full(params: dict) -> dict:

@@ -2,13 +2,12 @@
 
 * :mod:`iclgd.tasks.linear` -- in-context linear regression (Parts I and III): :class:`Prior`,
   :func:`sample_tasks`, :func:`embed`, :func:`embed_zero_query`, and Part III's
-  :func:`sample_paper_prompts`;
+  :func:`sample_paper_prompts` and :func:`paper_prompt_sigma`;
 * :mod:`iclgd.tasks.representation` -- in-context learning with representations (Part II):
   :class:`RepresentationSpec`, :func:`sample_representation_tasks`.
 """
 
 from .linear import (
-    PaperPrompts,
     Prior,
     TaskBatch,
     check_batch,
@@ -18,6 +17,7 @@ from .linear import (
     haar_orthogonal,
     linear_guess,
     make_prior,
+    paper_prompt_sigma,
     paper_sigma,
     sample_paper_prompts,
     sample_tasks,
@@ -52,7 +52,7 @@ __all__ = [
     "unembed",
     "haar_orthogonal",
     "paper_sigma",
-    "PaperPrompts",
+    "paper_prompt_sigma",
     "sample_paper_prompts",
     "RepresentationSpec",
     "RepresentationBatch",

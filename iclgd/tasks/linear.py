@@ -15,7 +15,8 @@ initial guess ``y_q``, and :func:`embed_zero_query` builds Part III's embedding
 (eq. 1), i.e. ``y_q = 0``.
 
 Part III's prompts (Ahn et al. Secs. 5.3, 6.1): :func:`sample_paper_prompts` draws a Haar-rotated
-``Sigma = U^T D^2 U`` per key with ``w* ~ N(0, Sigma^{-1})`` (:func:`paper_sigma`).
+``Sigma = U^T D^2 U`` per key (:func:`paper_prompt_sigma`) and a :class:`TaskBatch` with
+``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})``; :func:`paper_sigma` draws such a ``Sigma`` alone.
 
 Shapes: ``B`` batch (prompts), ``C`` context length, ``d`` input dimension.
 """
@@ -46,7 +47,7 @@ __all__ = [
     "unembed",
     "haar_orthogonal",
     "paper_sigma",
-    "PaperPrompts",
+    "paper_prompt_sigma",
     "sample_paper_prompts",
 ]
 
@@ -499,38 +500,49 @@ def _diag(diag) -> jax.Array:
     return jnp.asarray(D, dtype=float)
 
 
-class PaperPrompts(NamedTuple):
-    """Prompts of Secs. 5.3 and 6.1 (:func:`sample_paper_prompts`).
+def paper_prompt_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
+    """The ``(d, d)`` covariance ``Sigma = U^T D^2 U`` that :func:`sample_paper_prompts` draws from
+    ``key`` (Secs. 5.3 and 6.1), bit for bit (jittable).
 
-    Attributes:
-        Sigma: ``(d, d)`` the covariance ``U^T D^2 U`` of this key.
-        Z0: ``(B, d+1, n+1)`` embeddings of eq. 1 (query label 0).
-        y: ``(B,)`` query labels ``<w*, x^(n+1)>``.
+    ``U`` is Haar from ``fold_in(key, 0)`` and ``Sigma = (R R + (R R)^T) / 2`` with the root
+    ``R = U^T D U``. (Not :func:`paper_sigma`, which draws ``U`` from ``key`` itself.)
+
+    Args:
+        key: a PRNG key (the one given to :func:`sample_paper_prompts`).
+        diag: the diagonal of ``D``, ``(d,)`` positive numbers.
+
+    Returns:
+        ``(d, d)`` ``Sigma``.
     """
-
-    Sigma: jax.Array
-    Z0: jax.Array
-    y: jax.Array
+    v.prng_key("key", key)
+    D = _diag(diag)
+    U = haar_orthogonal(jax.random.fold_in(key, 0), D.shape[0])
+    root = U.T @ (D[:, None] * U)  # Sigma^{1/2}
+    Sigma = root @ root
+    return (Sigma + Sigma.T) / 2
 
 
 def sample_paper_prompts(
     key: jax.Array, n: int, batch: int, draw=0, diag=(1.0, 1.0, 0.5, 0.25, 1.0)
-) -> PaperPrompts:
-    """``Sigma`` and ``batch`` prompts of Secs. 5.3 / 6.1, all drawn from one key (jittable).
+) -> TaskBatch:
+    """``batch`` prompts of Secs. 5.3 / 6.1 with the ``Sigma`` of ``key``, all from one key
+    (jittable).
 
-    ``Sigma = U^T D^2 U`` with ``U`` Haar from ``fold_in(key, 0)`` (as :func:`paper_sigma`), then
-    ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar`` with ``x_bar, w_bar`` standard normal
-    from ``fold_in(key, 1 + draw)`` (``draw = 0``: the training batch; other values: fresh prompts
-    of the same ``Sigma``), so ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})`` and
-    ``y = <x_bar, w_bar>``. Under ``jit``/``vmap`` over keys, every key gets its own ``Sigma``
-    (the paper's "each time we sample a different Sigma").
+    ``Sigma = U^T D^2 U`` with ``U`` Haar from ``fold_in(key, 0)`` (:func:`paper_prompt_sigma`),
+    then ``x = Sigma^{1/2} x_bar``, ``w* = Sigma^{-1/2} w_bar`` with ``x_bar, w_bar`` standard
+    normal from ``fold_in(key, 1 + draw)`` (``draw = 0``: the training batch; other values: fresh
+    prompts of the same ``Sigma``), so ``x ~ N(0, Sigma)``, ``w* ~ N(0, Sigma^{-1})`` and
+    ``y = <x, w*> = <x_bar, w_bar>`` (noise-free). Under ``jit``/``vmap`` over keys, every key gets
+    its own ``Sigma`` (the paper's "each time we sample a different Sigma").
+    :func:`embed_zero_query` of the result is the ``Z_0`` of eq. 1.
 
     Args:
         key: a PRNG key; n: context examples; batch: prompts; draw: which batch (an integer,
         may be traced); diag: the diagonal of ``D``.
 
     Returns:
-        :class:`PaperPrompts`.
+        :class:`TaskBatch`: ``X (B, n, d)``, ``y (B, n)``, ``x_q (B, d)``, ``y_target (B,)`` (the
+        query labels ``<w*, x^(n+1)>``), ``w (B, d)`` (the task weights ``w*``).
     """
     v.prng_key("key", key)
     n = v.positive_int("n", n)
@@ -539,14 +551,11 @@ def sample_paper_prompts(
         v.positive_int("draw", draw, minimum=0)
     D = _diag(diag)
     d = D.shape[0]
-    k0, k1 = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1 + draw)
-    U = haar_orthogonal(k0, d)
+    U = haar_orthogonal(jax.random.fold_in(key, 0), d)
     root = U.T @ (D[:, None] * U)  # Sigma^{1/2}
-    Sigma = root @ root
-    z = jax.random.normal(k1, (batch, n + 2, d))  # rows 0..n: x_bar, row n+1: w_bar
-    xb, wb = z[:, : n + 1], z[:, n + 1]
+    inv_root = U.T @ ((1 / D)[:, None] * U)  # Sigma^{-1/2}
+    z = jax.random.normal(jax.random.fold_in(key, 1 + draw), (batch, n + 2, d))
+    xb, wb = z[:, : n + 1], z[:, n + 1]  # rows 0..n: x_bar, row n+1: w_bar
     X = xb @ root  # (B, n+1, d), rows x^(i)T
     yy = jnp.einsum("bcd,bd->bc", xb, wb)  # (B, n+1)
-    top = jnp.swapaxes(X, 1, 2)  # (B, d, n+1)
-    bottom = yy.at[:, n].set(0.0)[:, None, :]
-    return PaperPrompts((Sigma + Sigma.T) / 2, jnp.concatenate([top, bottom], 1), yy[:, n])
+    return TaskBatch(X[:, :n], yy[:, :n], X[:, n], yy[:, n], wb @ inv_root)

@@ -9,7 +9,14 @@
 """
 
 from .loop import History, LossFn, TrainResult, trace_count, train, train_seeds
-from .losses import evaluate, sampled_loss, sampled_population_loss, softmax_loss
+from .losses import (
+    batch_loss,
+    evaluate,
+    per_prompt_loss,
+    sampled_loss,
+    sampled_population_loss,
+    softmax_loss,
+)
 from .optim import OPTIMIZERS, make_optimizer
 
 __all__ = [
@@ -21,6 +28,8 @@ __all__ = [
     "train_seeds",
     "evaluate",
     "sampled_loss",
+    "batch_loss",
+    "per_prompt_loss",
     "sampled_population_loss",
     "softmax_loss",
     "OPTIMIZERS",

@@ -1,6 +1,8 @@
 """Loss builders for :func:`~iclgd.training.train`: one call shape, ``loss(params, key, *args)``.
 
 * :func:`sampled_loss` -- Parts I and III: the Monte Carlo ICL risk on fresh prompts of a prior;
+* :func:`batch_loss` -- Parts I and III: the mean squared error on one fixed batch (L-BFGS);
+* :func:`per_prompt_loss` -- Parts I and III: the squared error of every prompt of a batch;
 * :func:`sampled_population_loss` -- Part II: eq. 9 on fresh prompts of a representation task;
 * :func:`softmax_loss` -- Part II: eq. 9 of the one-layer model on a given batch;
 * :func:`evaluate` -- a sampled loss averaged over fresh batches, with its standard error.
@@ -29,7 +31,14 @@ from ..tasks.representation import (
 )
 from .loop import _LOSS_FN, LossFn, _check_args, _loss_output
 
-__all__ = ["sampled_loss", "sampled_population_loss", "softmax_loss", "evaluate"]
+__all__ = [
+    "sampled_loss",
+    "batch_loss",
+    "per_prompt_loss",
+    "sampled_population_loss",
+    "softmax_loss",
+    "evaluate",
+]
 
 
 def sampled_loss(
@@ -67,6 +76,66 @@ def sampled_loss(
         return loss_with_prior(params, key, prior)
 
     return loss
+
+
+def _linear_predict(model) -> Callable[[Any, TaskBatch], jax.Array]:
+    predict = model.predict if isinstance(model, Model) else model
+    return v.function("model", predict, "an iclgd Model or a function predict(params, tasks)")
+
+
+def batch_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> LossFn:
+    """The mean squared error of the query predictions on one fixed batch (the key is ignored).
+
+    For a batch drawn once per seed and passed with ``train_seeds(..., seed_args=(batch,),
+    fixed_key=True)`` (L-BFGS: the loss must be deterministic), e.g. Part III's
+    :func:`~iclgd.tasks.sample_paper_prompts` (Ahn et al. Secs. 5.3, 6.1: the empirical version of
+    the loss of eq. 5).
+
+    Args:
+        model: a :class:`~iclgd.models.Model` of Parts I/III, or ``predict(params, tasks) -> (B,)``.
+
+    Returns:
+        ``loss(params, key, batch) -> ()``, ``mean((predict(params, batch) - batch.y_target)**2)``
+        for a :class:`~iclgd.tasks.TaskBatch` ``batch`` of ``B`` prompts.
+    """
+    predict = _linear_predict(model)
+
+    def loss(params, key, batch):
+        b = v.container("batch", batch, TaskBatch, "an iclgd.tasks.TaskBatch")
+        return jnp.mean((predict(params, b) - b.y_target) ** 2)
+
+    return loss
+
+
+def per_prompt_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> Callable:
+    """The squared error of every prompt of a batch, ``(predict(params, batch) - y_target)**2``.
+
+    Its mean is :func:`batch_loss`; the batch may also be given as the five arrays of a
+    :class:`~iclgd.tasks.TaskBatch` (``X, y, x_q, y_target, w``, each with a leading prompt axis),
+    the form :func:`iclgd.metrics.gradient_stats` passes: ``gradient_stats(per_prompt_loss(model),
+    params, *batch)``.
+
+    Args:
+        model: a :class:`~iclgd.models.Model` of Parts I/III, or ``predict(params, tasks) -> (B,)``.
+
+    Returns:
+        ``errors(params, batch) -> (B,)`` (or ``errors(params, X, y, x_q, y_target, w)``).
+    """
+    predict = _linear_predict(model)
+
+    def errors(params, *batch):
+        if len(batch) == 1:
+            b = v.container("batch", batch[0], TaskBatch, "an iclgd.tasks.TaskBatch")
+        elif len(batch) == len(TaskBatch._fields):
+            b = TaskBatch(*batch)
+        else:
+            raise ValueError(
+                "batch must be one iclgd.tasks.TaskBatch or its 5 arrays (X, y, x_q, y_target, "
+                f"w), got {len(batch)} arguments"
+            )
+        return (predict(params, b) - b.y_target) ** 2
+
+    return errors
 
 
 def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args: tuple = ()):
