@@ -307,9 +307,7 @@ def test_theorem1_of_ahn_et_al_exactly():
         ex = exact.prepare(tasks.make_prior(d, Sigma=S, Omega=Omega), n)
         lt = exact.linear_transformer_optimum(ex)
         A = lt.params["Q"][0, :, :d]
-        np.testing.assert_allclose(
-            A[:d], exact.theorem1_optimal_A(S, n, w_cov), atol=1e-10
-        )
+        np.testing.assert_allclose(A[:d], exact.theorem1_optimal_A(S, n, w_cov), atol=1e-10)
         np.testing.assert_allclose(A[d], 0.0, atol=1e-10)
         # global: equals the best multi-head LSA (a superset of every single-layer (b, A))
         assert lt.risk == pytest.approx(exact.lsa_optimum(ex).risk, rel=1e-10)

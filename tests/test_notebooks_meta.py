@@ -106,6 +106,75 @@ def test_glue_comes_from_iclgd(path):
             assert uses, f"code cell {i + 1} glues before `from iclgd.book import glue`"
 
 
+# A model is built by a factory of iclgd.models and a loss by a builder of iclgd.exact/training:
+# a named lambda in a chapter that calls a model's predict/init or an exact risk rebuilds one.
+_REBUILDS = re.compile(r"predict\(|\binit_\w*\(|\.init\(|_risk\w*\)?\(|\brisk64\(")
+
+
+def _named_lambdas(path):
+    """``[(name, lambda node, source text)]`` of every ``name = lambda ...`` in a chapter."""
+    import ast
+
+    found = []
+    for c in _code_cells(json.loads(path.read_text(encoding="utf8"))):
+        src = re.sub(r"^(\s*)[%!].*$", r"\1pass", "".join(c["source"]), flags=re.M)  # magics
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Lambda):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        found.append((t.id, node.value, ast.get_source_segment(src, node)))
+    return found
+
+
+def _lambda_text(node):
+    """The lambda with its arguments renamed by position: the same map whatever its names."""
+    import ast
+    import copy
+
+    node = copy.deepcopy(node)
+    args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    names = {a.arg: f"_a{i}" for i, a in enumerate(args)}
+    for a in args:
+        a.arg = names[a.arg]
+    for n in ast.walk(node.body):
+        if isinstance(n, ast.Name) and n.id in names:
+            n.id = names[n.id]
+    return ast.unparse(node)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_lambdas_do_not_rebuild_models_or_losses(path):
+    """A chapter's named lambdas are small maps, not models, losses or library code:
+
+    (a) none calls a model's predict/init or an exact risk: build the model with
+        ``iclgd.models.*_model`` and the loss with ``exact.*_loss`` / ``training.*_loss``;
+    (b) none calls another named lambda: a chain of lambdas is a function, it goes in the library;
+    (c) none is repeated (up to its argument names) in another chapter: move it into the library.
+    """
+    import ast
+
+    mine = _named_lambdas(path)
+    names = {name for name, _, _ in mine}
+    others = {
+        _lambda_text(node): str(p.relative_to(ROOT))
+        for p in NOTEBOOKS
+        if p != path
+        for _, node, _ in _named_lambdas(p)
+    }
+    bad = []
+    for name, node, text in mine:
+        if _REBUILDS.search(ast.unparse(node.body)):
+            bad.append(f"(a) `{name}` rebuilds a model or a loss: {text}")
+        own = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        used = {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name)} - own
+        for other in sorted(used & (names - {name})):
+            bad.append(f"(b) `{name}` calls the named lambda `{other}`")
+        if _lambda_text(node) in others:
+            bad.append(f"(c) `{name}` is repeated in {others[_lambda_text(node)]}")
+    assert not bad, "named lambdas:\n" + "\n".join(bad)
+
+
 # The fixed import aliases of the chapters (CONTRIBUTING.md, "Where does it go"); a module of iclgd
 # that is not listed here is imported by its own name.
 ALIASES = {

@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-from iclgd import exact, metrics, tasks, training
+from iclgd import exact, metrics, models, tasks, training
 from iclgd.models import softmax as S
 from iclgd.models import transformer as T
 
@@ -176,6 +176,55 @@ def test_training_drives_A_hat_to_A():
     np.testing.assert_allclose(S.attention_matrix(p, s), exact.limit_matrix(s), atol=0.05)
 
 
+def test_softmax_loss_is_the_exact_risk_in_one_call_shape(spec, params):
+    """``exact.softmax_loss(spec)`` is ``loss(params, key)``, ``softmax_loss(None)`` is
+    ``loss(params, key, spec)``; both equal ``softmax_risk`` bit for bit (eager and under jit,
+    value and gradient), and a sweep over tasks of the same shapes compiles once."""
+    want = exact.softmax_risk(params, spec)
+    fixed, free = exact.softmax_loss(spec), exact.softmax_loss(None)
+    assert fixed(params, jax.random.PRNGKey(0)) == want and fixed(params) == want
+    assert free(params, None, spec) == want
+    # the lambdas the chapters wrote before (spec an argument, or closed over), compiled alike
+    refs = (
+        (free, lambda p, key, s: exact.softmax_risk(p, s), (params, None, spec)),
+        (fixed, lambda p, key: exact.softmax_risk(p, spec), (params, None)),
+    )
+    for loss, ref, args in refs:
+        got, exp = (jax.jit(jax.value_and_grad(f))(*args) for f in (loss, ref))
+        same = jax.tree_util.tree_map(lambda a, b: bool(jnp.all(a == b)), got, exp)
+        assert jax.tree_util.tree_all(same)
+    s2 = _rng_spec(11, K=K, d=D, m=M, N=N, tau=0.3)  # same shapes, another task
+    before = training.trace_count()
+    runs = [
+        training.train(free, params, jax.random.PRNGKey(1), steps=2, args=(s,)) for s in (spec, s2)
+    ]
+    assert training.trace_count() - before == 1
+    for run, s in zip(runs, (spec, s2)):
+        assert run.losses[0] == pytest.approx(float(exact.softmax_risk(params, s)), rel=1e-6)
+
+
+def test_softmax_attention_model_draws_init_softmax(spec, batch):
+    """The factory's ``init``/``predict`` are ``init_softmax(key, d, K, H)``/``softmax_predict``
+    exactly: the chapters' numbers do not depend on which one they call."""
+    key = jax.random.PRNGKey(5)
+    model = models.softmax_attention_model(spec, H)
+    p = model.init(key)
+    q = S.init_softmax(key, D, K, H)
+    assert all(bool(jnp.all(p[k] == q[k])) for k in ("Q", "w"))
+    assert bool(jnp.all(model.predict(p, batch) == S.softmax_predict(q, spec, batch.y)))
+
+
+def test_softmax_loss_rejects_bad_input(spec, params):
+    with pytest.raises(ValueError, match="spec must be an iclgd.tasks.RepresentationSpec"):
+        exact.softmax_loss("spec")
+    with pytest.raises(ValueError, match="spec must be an iclgd.tasks.RepresentationSpec"):
+        exact.softmax_loss(None)(params, None, {"K": K})  # checked at the call
+    with pytest.raises(ValueError, match=r"spec.lam_mean must have shape \(5,\)"):
+        exact.softmax_loss(spec._replace(lam_mean=jnp.zeros(M + 1)))
+    with pytest.raises(ValueError, match=r"params\['Q'\] must have shape \(H, 4, 4\)"):
+        exact.softmax_loss(spec)({"Q": jnp.zeros((2, 3, 3)), "w": jnp.zeros((2, K))}, None)
+
+
 # ---------------------------------------------------------------- pre-LN transformer
 
 
@@ -244,7 +293,9 @@ def test_transformer_permutation_equivariant_without_positions(tparams):
 
 def test_transformer_gradients_flow(tparams, spec, batch):
     def loss(p):
-        return metrics.empirical_loss(T.transformer_predict(p, jnp.swapaxes(batch.E, 1, 2)), batch.y_all)
+        return metrics.empirical_loss(
+            T.transformer_predict(p, jnp.swapaxes(batch.E, 1, 2)), batch.y_all
+        )
 
     g = jax.grad(loss)(tparams)
     for path, leaf in jax.tree_util.tree_leaves_with_path(g):

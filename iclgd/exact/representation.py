@@ -5,8 +5,10 @@
 * :func:`ridge_matrix`, :func:`label_moment`, :func:`prediction_gap`, :func:`ridge_gap_sweep` --
   exact second moments of the ridge predictors of eq. 20 and 25 (Fig. 3);
 * :func:`softmax_risk` / :func:`softmax_risk_from_A` -- the exact population loss eq. 9 of the
-  one-layer softmax model (eq. 74-77), :func:`zeta0` and :func:`theorem1_constants` (Theorem 1),
-  :func:`one_head_lower_bound` (Sec. 3.3), :func:`copy_prompt_loss` (the copy baseline of Sec. 4).
+  one-layer softmax model (eq. 74-77), :func:`softmax_loss` (it as a training loss for
+  :func:`iclgd.train`, like Part I's :func:`~iclgd.exact.lsa_loss`), :func:`zeta0` and
+  :func:`theorem1_constants` (Theorem 1), :func:`one_head_lower_bound` (Sec. 3.3),
+  :func:`copy_prompt_loss` (the copy baseline of Sec. 4).
 
 The task family is :mod:`iclgd.tasks.representation`; the model, :mod:`iclgd.models.softmax`.
 Shapes: ``K`` dictionary size, ``N`` prompt length, ``d`` token dimension, ``m`` features.
@@ -14,6 +16,7 @@ Shapes: ``K`` dictionary size, ``N`` prompt length, ``d`` token dimension, ``m``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -33,6 +36,7 @@ __all__ = [
     "ridge_gap_sweep",
     "softmax_risk_from_A",
     "softmax_risk",
+    "softmax_loss",
     "zeta0",
     "Theorem1Constants",
     "theorem1_constants",
@@ -331,6 +335,35 @@ def softmax_risk(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``()``.
     """
     return softmax_risk_from_A(attention_matrix(params, spec), spec)
+
+
+def softmax_loss(spec: RepresentationSpec | None) -> Callable:
+    """``loss(params, key)`` = :func:`softmax_risk` (eq. 9 exactly, via eq. 74-77; key ignored).
+
+    The one call shape of the exact losses (:func:`~iclgd.exact.lsa_loss`, ...): training on it
+    follows the exact-gradient path of the population loss (Theorem 1), without sampling noise.
+
+    Args:
+        spec: the task; ``None`` makes it an argument of the loss, ``loss(params, key, spec)``, so
+            that :func:`iclgd.train` with ``args=(spec,)`` trains every task of a sweep (same
+            shapes) with one compilation.
+
+    Returns:
+        ``loss(params, key) -> ()``, or ``loss(params, key, spec) -> ()`` when ``spec`` is ``None``;
+        ``params = {"Q": (H, d, d), "w": (H, K)}``.
+
+    Example:
+        >>> import jax
+        >>> from iclgd import exact, models, tasks
+        >>> spec = tasks.make_representation_spec(jax.random.key(0), K=6, d=4, m=2, N=3, tau=0.1)
+        >>> p = models.softmax_attention_model(spec, H=3).init(jax.random.key(1))
+        >>> bool(exact.softmax_loss(spec)(p, None) == exact.softmax_risk(p, spec))
+        True
+    """
+    if spec is None:
+        return lambda params, key, spec: softmax_risk(params, spec)
+    spec = check_spec(spec)
+    return lambda params, key=None: softmax_risk(params, spec)
 
 
 def zeta0(params: dict, spec: RepresentationSpec) -> jax.Array:
