@@ -187,20 +187,35 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 def is_part1(prior: Prior) -> bool:
     """Xie et al.'s setting: ``Sigma = Omega = I``, no label noise (any prior mean)."""
-    mu, S, Om, s2 = _arrays(check_prior(prior))
-    eye = np.eye(len(mu))
-    return s2 == 0.0 and _close(S, eye) and _close(Om, eye)
+    return _is_part1(check_prior(prior))
 
 
 def is_theorem1(prior: Prior) -> bool:
     """Ahn et al.'s Theorem 1: ``mu = 0``, ``Omega = I``, no label noise (any ``Sigma``)."""
-    mu, S, Om, s2 = _arrays(check_prior(prior))
-    return s2 == 0.0 and not np.any(mu) and _close(Om, np.eye(len(mu)))
+    return _is_theorem1(check_prior(prior))
 
 
 def is_part3(prior: Prior) -> bool:
     """Ahn et al.'s Theorems 4-5: ``mu = 0``, ``Omega = Sigma^{-1}``, no label noise."""
-    mu, S, Om, s2 = _arrays(check_prior(prior))
+    return _is_part3(check_prior(prior))
+
+
+# the unchecked internals of the three (for a prior already checked)
+
+
+def _is_part1(prior: Prior) -> bool:
+    mu, S, Om, s2 = _arrays(prior)
+    eye = np.eye(len(mu))
+    return s2 == 0.0 and _close(S, eye) and _close(Om, eye)
+
+
+def _is_theorem1(prior: Prior) -> bool:
+    mu, S, Om, s2 = _arrays(prior)
+    return s2 == 0.0 and not np.any(mu) and _close(Om, np.eye(len(mu)))
+
+
+def _is_part3(prior: Prior) -> bool:
+    mu, S, Om, s2 = _arrays(prior)
     return s2 == 0.0 and not np.any(mu) and _close(Om @ S, np.eye(len(mu)))
 
 
@@ -287,6 +302,11 @@ def ridge_risk(
         lam = v.nonneg_float("lam", lam)
     n_mc = v.positive_int("n_mc", n_mc, 2)
     key = jax.random.key(0) if key is None else v.prng_key("key", key)
+    return _ridge_risk(prior, C, lam, key, n_mc)
+
+
+def _ridge_risk(prior: Prior, C: int, lam: float | None, key, n_mc: int) -> RidgeRisk:
+    """:func:`ridge_risk` on checked arguments (``key`` a PRNG key)."""
     d = prior.d
     s2 = _arrays(prior)[3]
     if s2 == 0.0 and C >= d and not lam:
@@ -372,7 +392,7 @@ def risk_ladder(
 
     b = exact.bayes_risk(prior, C, n_mc=n_mc, key=k_bayes)
     rungs.append(_rung("bayes", b.risk, b.stderr, b.method))
-    r = ridge_risk(prior, C, key=k_ridge, n_mc=n_mc)
+    r = _ridge_risk(prior, C, None, k_ridge, n_mc)
     rungs.append(_rung("ridge", r.risk, r.stderr, r.method, f"lambda* = {r.lam:.3g}"))
     for k, w0 in (("gd0", np.zeros(d)), ("gd_mu", mu)):
         eta, risk = exact.gd_optimal(ex, w0)
@@ -399,7 +419,7 @@ def risk_ladder(
     g = ", ".join(f"{x:.3g}" for x in yq.y_q_guess)
     rungs.append(_rung("yq_lsa", yq.risk, detail=f"g* = ({g})"))
     rungs.append(_rung("lt1", exact.linear_transformer_optimum(ex).risk))
-    if is_theorem1(prior):
+    if _is_theorem1(prior):
         from .exact.pgd import theorem1_optimal_A
 
         A8 = np.asarray(theorem1_optimal_A(S, C), np.float64)
@@ -407,7 +427,7 @@ def risk_ladder(
         rungs.append(_rung("eq8", exact.risk64(exact.linear_transformer_risk, params, ex)))
     else:
         skipped["eq8"] = "Theorem 1 needs mu = 0, Omega = I and no label noise"
-    if is_part3(prior):
+    if _is_part3(prior):
         for L in (2, 3):
             o = exact.optimal_scalars(L, C, d)
             a = ", ".join(f"{x:.3g}" for x in o.a)
@@ -432,7 +452,10 @@ def risk_ladder(
 # ----------------------------------------------------------------------------------------------
 
 
-def relations(lad: Ladder, *, z: float = 4.0, rtol: float = 1e-9) -> list[Relation]:
+_Z, _RTOL = 4.0, 1e-9  # the defaults of relations (and of check_relations)
+
+
+def relations(lad: Ladder, *, z: float = _Z, rtol: float = _RTOL) -> list[Relation]:
     """The orderings between the rungs of ``lad`` that are theorems for its prior.
 
     * Bayes ``<=`` every other rung (the posterior mean minimises the risk), up to ``z`` combined
@@ -463,9 +486,20 @@ def relations(lad: Ladder, *, z: float = 4.0, rtol: float = 1e-9) -> list[Relati
     Returns:
         The :class:`Relation` whose two rungs are both on the ladder.
     """
-    v.container("lad", lad, Ladder, "an iclgd.ladder.Ladder (use risk_ladder)")
+    _check_ladder(lad)
     z = v.positive_float("z", z)
     rtol = v.positive_float("rtol", rtol)
+    return _relations(lad, z, rtol)
+
+
+def _check_ladder(lad) -> Ladder:
+    v.container("lad", lad, Ladder, "an iclgd.ladder.Ladder (use risk_ladder)")
+    check_prior(lad.prior, "lad.prior")
+    return lad
+
+
+def _relations(lad: Ladder, z: float, rtol: float) -> list[Relation]:
+    """:func:`relations` on checked arguments."""
     # a prior stored in float32 (JAX's default) meets Omega = Sigma^-1 only to float32 rounding
     rtol = max(rtol, 50 * float(np.finfo(np.asarray(lad.prior.Sigma).dtype).eps))
     have = set(lad.keys())
@@ -498,7 +532,7 @@ def relations(lad: Ladder, *, z: float = 4.0, rtol: float = 1e-9) -> list[Relati
     if not np.any(_arrays(lad.prior)[0]):
         add("lsa_d", "==", "lt1", "mu = 0: the best LSA uses only G[d+1, :] (Ahn Thm. 1)")
     add("lt1", "==", "eq8", "Ahn Theorem 1: eq. 8 is the global optimum")
-    if is_part1(lad.prior):
+    if _is_part1(lad.prior):
         add("yq_lsa", "==", "gd_mu", "Xie: the GD point is the global optimum of y_q-LSA")
     return out
 
@@ -510,8 +544,8 @@ def check_relations(lad: Ladder, rels: list[Relation] | None = None) -> list[tup
         lad: a :class:`Ladder`.
         rels: the relations (default :func:`relations` ``(lad)``).
     """
-    v.container("lad", lad, Ladder, "an iclgd.ladder.Ladder (use risk_ladder)")
-    rels = relations(lad) if rels is None else rels
+    _check_ladder(lad)
+    rels = _relations(lad, _Z, _RTOL) if rels is None else rels
     out = []
     for rel in rels:
         a, b = lad.risk(rel.lhs), lad.risk(rel.rhs)

@@ -139,17 +139,11 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             params, state, bad = carry
             k = key if fixed_key else jax.random.fold_in(key, i)
             (loss, aux), grads = jax.value_and_grad(value, has_aux=True)(params, k)
-            if lbfgs:
-                updates, new_state = opt.update(
-                    grads,
-                    state,
-                    params,
-                    value=loss,
-                    grad=grads,
-                    value_fn=lambda p: value(p, k)[0],
-                )
-            else:
-                updates, new_state = opt.update(grads, state, params)
+            # L-BFGS's zoom line search takes the value, the gradient and the loss function
+            search = (
+                dict(value=loss, grad=grads, value_fn=lambda p: value(p, k)[0]) if lbfgs else {}
+            )
+            updates, new_state = opt.update(grads, state, params, **search)
             new_params = optax.apply_updates(params, updates)
             finite = jnp.isfinite(loss) & _all_finite(grads) & _all_finite(new_params)
             live = i < end  # steps past `end` (the tail of the last chunk) are no-ops
@@ -290,12 +284,94 @@ def _chunking(steps: int, chunk, record_every) -> tuple[int, int]:
     return chunk, every
 
 
-def _stack(records: list):
-    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *records)
+_tm = jax.tree_util.tree_map
 
 
 def _host(tree):
-    return jax.tree_util.tree_map(np.asarray, tree)
+    return _tm(np.asarray, tree)
+
+
+def _cat(trees: list, axis: int):
+    """The pytrees of ``trees`` concatenated leaf by leaf along ``axis`` (NumPy)."""
+    return _tm(lambda *xs: np.concatenate(xs, axis=axis), *trees)
+
+
+def _progress(progress, total: int, desc: str):
+    """A tqdm bar on stderr (default: when ``total >= 2000`` steps), or ``None``."""
+    if not ((total >= 2000) if progress is None else bool(progress)):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+
+
+def _record0(params, metrics, seeds: bool):
+    """The record of step 0: ``(steps (1,), params, metrics)`` with a record axis (after the seed
+    axis for :func:`train_seeds`)."""
+    m0 = None
+    if metrics is not None:
+        m0 = jax.jit(jax.vmap(metrics) if seeds else metrics)(params)
+    new = (lambda x: x[:, None]) if seeds else (lambda x: x[None])
+    return np.zeros(1, int), _host(_tm(new, params)), _host(_tm(lambda x: new(jnp.asarray(x)), m0))
+
+
+def _history(records: list, metrics, axis: int) -> History | None:
+    """The :class:`History` of ``records`` (concatenated along the record ``axis``)."""
+    if not records:
+        return None
+    ps = _cat([r[1] for r in records], axis)
+    ms = _cat([r[2] for r in records], axis) if metrics is not None else None
+    return History(np.concatenate([r[0] for r in records]), ps, ms)
+
+
+def _run(fn, params, state, key, bad, args, bar, lr, steps, chunk, every, recording, has_aux, stop):
+    """The training loop: run the jitted chunk ``fn`` from step 0 to ``steps``.
+
+    ``fn`` runs one seed, or all seeds vmapped (a leading seed axis on what it returns). ``stop``
+    (one seed, :func:`train`): stop at the first non-finite step; otherwise the steps after a
+    seed's divergence are no-ops and record NaN losses.
+
+    Returns:
+        ``(params, bad, [losses (..., n)], [aux], [(steps, params, metrics) records],
+        stopped_at)``.
+    """
+    losses, auxes, records = [], [], []
+    done, stopped_at = 0, None
+    while done < steps:
+        params, state, bad, ls, aux, rec = fn(
+            params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
+        )
+        ls = np.asarray(ls)
+        axis = ls.ndim - 1  # the step axis: 0 for one seed, 1 for vmapped seeds
+        n = min(chunk, steps - done)
+        if stop and bool(bad):
+            n = int(np.argmax(~np.isfinite(ls)))
+            stopped_at = done + n
+        losses.append(ls[..., :n])
+        if has_aux:
+            auxes.append(_tm(lambda x: np.take(np.asarray(x), np.arange(n), axis), aux))
+        if recording:
+            at = done + every * np.arange(1, chunk // every + 1)
+            keep = (at - every < done + n) if stopped_at is None else (at <= stopped_at)
+            pick = lambda x: np.compress(keep, x, axis=axis)
+            rec = _host(rec)
+            records.append((np.minimum(at, steps)[keep], _tm(pick, rec[0]), _tm(pick, rec[1])))
+        if bar is not None:
+            bar.update(n * (ls.shape[0] if ls.ndim > 1 else 1))
+        if stopped_at is not None:
+            break
+        done += n
+    return params, bad, losses, auxes, records, stopped_at
+
+
+def _drive(groups: list, bar, *loop) -> list:
+    """:func:`_run` on each ``(fn, params, state, key, bad, args)`` of ``groups``, then closes
+    ``bar``."""
+    try:
+        return [_run(*g, bar, *loop) for g in groups]
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def train(
@@ -355,81 +431,26 @@ def train(
     chunk, every = _chunking(steps, chunk, record_every)
     if lbfgs and not fixed_key:
         _check_deterministic(loss_fn, params, key, args, has_aux)
-    run = _runner(
-        loss_fn,
-        opt_key,
-        chunk,
-        every,
-        fixed_key,
-        has_aux,
-        metrics if record_every is not None else None,
-    )
+    recording = record_every is not None
+    met = metrics if recording else None
+    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
     state = opt.init(params)
-    bad = jnp.array(False)
-    records = []
-    if record_every is not None:
-        m0 = jax.jit(metrics)(params) if metrics is not None else None
-        records.append(
-            (
-                np.zeros(1, int),
-                _host(jax.tree_util.tree_map(lambda x: x[None], params)),
-                _host(jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], m0)),
-            )
-        )
-    show = (steps >= 2000) if progress is None else bool(progress)
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=steps, desc=desc, file=sys.stderr, leave=False)
-    losses, auxes = [], []
-    done, stopped_at = 0, None
-    try:
-        while done < steps:
-            params, state, bad, ls, aux, rec = run(
-                params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
-            )
-            ls = np.asarray(ls)
-            n = min(chunk, steps - done)
-            if bool(bad):
-                n = int(np.argmax(~np.isfinite(ls)))
-                stopped_at = done + n
-            losses.append(ls[:n])
-            if has_aux:
-                auxes.append(_host(jax.tree_util.tree_map(lambda x: x[:n], aux)))
-            if record_every is not None:
-                at = done + every * np.arange(1, chunk // every + 1)
-                keep = (at - every < done + n) if stopped_at is None else (at <= stopped_at)
-                rec = _host(rec)
-                records.append(
-                    (
-                        np.minimum(at, steps)[keep],
-                        jax.tree_util.tree_map(lambda x: x[keep], rec[0]),
-                        jax.tree_util.tree_map(lambda x: x[keep], rec[1]),
-                    )
-                )
-            if bar is not None:
-                bar.update(n)
-            if stopped_at is not None:
-                break
-            done += n
-    finally:
-        if bar is not None:
-            bar.close()
-    history = None
-    if records:
-        st, ps, ms = (_stack([r[i] for r in records]) for i in range(3))
-        history = History(st, ps, ms if metrics is not None else None)
-    aux_all = _stack(auxes) if has_aux and auxes else None
-    all_losses = np.concatenate(losses) if losses else np.zeros(0)
+    records = [_record0(params, metrics, seeds=False)] if recording else []
+    bar = _progress(progress, steps, desc)
+    group = (run, params, state, key, jnp.array(False), args)
+    loop = (lr, steps, chunk, every, recording, has_aux, True)
+    params, _, losses, auxes, recs, stopped_at = _drive([group], bar, *loop)[0]
+    history = _history(records + recs, metrics, 0)
+    aux_all = _cat(auxes, 0) if has_aux and auxes else None
+    all_losses = np.concatenate(losses)
+    msg = f"completed {steps} steps"
     if stopped_at is not None:
         msg = (
             f"diverged: non-finite loss, gradient or parameter at step {stopped_at} of {steps}; "
             f"returning the parameters of step {stopped_at}"
         )
-        return TrainResult(params, all_losses, True, stopped_at, msg, history, aux_all)
     return TrainResult(
-        params, all_losses, False, None, f"completed {steps} steps", history, aux_all
+        params, all_losses, stopped_at is not None, stopped_at, msg, history, aux_all
     )
 
 
@@ -490,135 +511,46 @@ def train_seeds(
     data_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     params = jax.vmap(init)(init_keys)
     _check_params("init_fn(key)", params, learning_rate if isinstance(optimizer, str) else None)
+    take = lambda tree, s: _tm(lambda x: x[s], tree)
     if lbfgs and not fixed_key:
-        first = jax.tree_util.tree_map(lambda x: x[0], params)
-        seed0 = jax.tree_util.tree_map(lambda x: x[0], seed_args)
+        first, seed0 = take(params, 0), take(seed_args, 0)
         _check_deterministic(loss_fn, first, data_keys[0], args + seed0, has_aux)
-    met = metrics if record_every is not None else None
+    recording = record_every is not None
+    met = metrics if recording else None
     run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
     state = jax.vmap(opt.init)(params)
     bad = jnp.zeros(S, dtype=bool)
-    show = (S * steps >= 2000) if progress is None else bool(progress)
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=S * steps, desc="train_seeds", file=sys.stderr, leave=False)
-    records = []
-    if record_every is not None:
-        m0 = jax.jit(jax.vmap(metrics))(params) if metrics is not None else None
-        records.append(
-            (
-                np.zeros(1, int),
-                _host(jax.tree_util.tree_map(lambda x: x[:, None], params)),
-                _host(jax.tree_util.tree_map(lambda x: x[:, None], m0)),
-            )
-        )
-    take = lambda tree, s: jax.tree_util.tree_map(lambda x: x[s], tree)
+    bar = _progress(progress, S * steps, "train_seeds")
+    records = [_record0(params, metrics, seeds=True)] if recording else []
     if vectorize:
-        groups = [
-            (_vmapped(run, len(args), len(seed_args)), params, state, data_keys, bad, seed_args)
-        ]
+        fn = _vmapped(run, len(args), len(seed_args))
+        groups = [(fn, params, state, data_keys, bad, args + seed_args)]
     else:
         groups = [
-            (run, take(params, s), take(state, s), data_keys[s], bad[s], take(seed_args, s))
+            (run, take(params, s), take(state, s), data_keys[s], bad[s], args + take(seed_args, s))
             for s in range(S)
         ]
-    outs = []
-    try:
-        for fn, p, st, k, b, sa in groups:
-            outs.append(
-                _chunks(
-                    fn, p, st, k, b, sa, args, lr, steps, chunk, every, record_every, has_aux, bar
-                )
-            )
-    finally:
-        if bar is not None:
-            bar.close()
+    outs = _drive(groups, bar, lr, steps, chunk, every, recording, has_aux, False)
     if vectorize:
-        params, bad, losses, auxes, recs = outs[0]
+        params, bad, losses, auxes, recs, _ = outs[0]
     else:
-        stack = lambda *xs: jax.tree_util.tree_map(lambda *ys: np.stack(ys), *xs)
-        params = jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *[o[0] for o in outs])
+        stack = lambda *xs: _tm(lambda *ys: np.stack(ys), *xs)
+        params = _tm(lambda *ys: jnp.stack(ys), *[o[0] for o in outs])
         bad = np.array([bool(o[1]) for o in outs])
         losses = [np.stack(ls) for ls in zip(*[o[2] for o in outs])]
         auxes = [stack(*a) for a in zip(*[o[3] for o in outs])]
         recs = [
-            (
-                outs[0][4][i][0],
-                stack(*[o[4][i][1] for o in outs]),
-                stack(*[o[4][i][2] for o in outs]),
-            )
-            for i in range(len(outs[0][4]))
+            (rs[0][0], stack(*[r[1] for r in rs]), stack(*[r[2] for r in rs]))
+            for rs in zip(*[o[4] for o in outs])
         ]
-    records += recs
     all_losses = np.concatenate(losses, axis=1)
     diverged = np.asarray(bad)
     stopped = np.where(diverged, np.argmax(~np.isfinite(all_losses), axis=1), -1)
-    history = None
-    if records:
-        cat = lambda *xs: np.concatenate(xs, axis=1)
-        ps = jax.tree_util.tree_map(cat, *[r[1] for r in records])
-        ms = jax.tree_util.tree_map(cat, *[r[2] for r in records]) if metrics is not None else None
-        history = History(np.concatenate([r[0] for r in records]), ps, ms)
-    aux_all = None
-    if has_aux and auxes:
-        aux_all = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=1), *auxes)
+    history = _history(records + recs, metrics, 1)
+    aux_all = _cat(auxes, 1) if has_aux and auxes else None
     n_bad = int(diverged.sum())
     msg = f"completed {steps} steps, {S} seeds" + (f"; {n_bad} diverged" if n_bad else "")
     return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all)
-
-
-def _chunks(
-    fn,
-    params,
-    state,
-    key,
-    bad,
-    seed_args,
-    args,
-    lr,
-    steps,
-    chunk,
-    every,
-    record_every,
-    has_aux,
-    bar,
-):
-    """Run ``fn`` (one seed, or all seeds vmapped: leading axis on what it returns) to ``steps``.
-
-    Returns ``(params, bad, [losses (..., n)], [aux], [(steps, params, metrics) records])``.
-    """
-    losses, auxes, records = [], [], []
-    done = 0
-    while done < steps:
-        params, state, bad, ls, aux, rec = fn(
-            params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args + seed_args
-        )
-        n = min(chunk, steps - done)
-        losses.append(np.asarray(ls)[..., :n])
-        if has_aux:
-            axis = np.ndim(ls) - 1  # the step axis: 0 for one seed, 1 for vmapped seeds
-            auxes.append(
-                _host(jax.tree_util.tree_map(lambda x: np.take(x, np.arange(n), axis), aux))
-            )
-        if record_every is not None:
-            at = done + every * np.arange(1, chunk // every + 1)
-            keep = at - every < done + n
-            rec = _host(rec)
-            axis = np.ndim(ls) - 1  # 0 for one seed, 1 for vmapped seeds
-            pick = lambda x: np.compress(keep, x, axis=axis)
-            records.append(
-                (
-                    np.minimum(at, steps)[keep],
-                    jax.tree_util.tree_map(pick, rec[0]),
-                    jax.tree_util.tree_map(pick, rec[1]),
-                )
-            )
-        if bar is not None:
-            bar.update(n * (np.shape(ls)[0] if np.ndim(ls) > 1 else 1))
-        done += n
-    return params, bad, losses, auxes, records
 
 
 def _check_seed_args(seed_args, S: int) -> tuple:
