@@ -41,6 +41,7 @@ __all__ = [
     "preconditioned_gd_iterates",
     "preconditioned_gd",
     "gd_plus_plus",
+    "tune_gdpp_mc",
     "ridge_eq20",
     "ridge_eq25",
     "y_star",
@@ -332,6 +333,48 @@ def _gdpp(X: jax.Array, y: jax.Array, x_q: jax.Array, A: jax.Array, Bs: jax.Arra
     S0 = jnp.broadcast_to(I, (Bsz, d, d)).astype(w0.dtype)
     (wL, _), _ = jax.lax.scan(step, (w0, S0), (A, Bs))
     return jnp.einsum("bi,bi->b", wL, x_q)
+
+
+def tune_gdpp_mc(L: int, lam, starts) -> tuple[np.ndarray, np.ndarray]:
+    """GD++'s scalars on Theorem 5's set tuned by Monte Carlo: BFGS (scipy) on the mean of
+    :func:`iclgd.metrics.gdpp_sample_loss` over the sampled eigenvalues ``lam``, from each start;
+    the best run wins (Ahn et al. Sec. 6; the book's chapter "GD baselines" shows how far the
+    exact risk, :func:`iclgd.exact.gdpp_risk`, of the result lies above its sampled loss).
+
+    Args:
+        L: layers (scalars ``a_0 .. a_{L-1}``, ``b_0 .. b_{L-2}``; the last ``b`` does not enter).
+        lam: ``(N, d)`` eigenvalues of sampled whitened Gram matrices (the fitting sample).
+        starts: a non-empty list of ``(a, b)`` starting points, ``a`` and ``b`` of length ``L``.
+
+    Returns:
+        ``(a, b)``, float64 arrays of length ``L`` with ``b[-1] = 0``.
+    """
+    from scipy.optimize import minimize
+
+    from .exact.gdpp import gdpp_residual  # lazy: iclgd.exact imports sympy
+
+    L = v.positive_int("L", L)
+    lam = np.asarray(v.array("lam", lam, "N d"), dtype=np.float64)
+    if not isinstance(starts, (list, tuple)) or not starts:
+        raise v.ArgumentTypeError(
+            f"starts must be a non-empty list of (a, b) pairs, got {starts!r:.60}"
+        )
+    points = []
+    for i, ab in enumerate(starts):
+        if not isinstance(ab, (list, tuple)) or len(ab) != 2:
+            raise v.ArgumentTypeError(f"starts[{i}] must be a pair (a, b), got {ab!r:.60}")
+        a = np.asarray(v.array(f"starts[{i}][0]", ab[0], (L,)), dtype=np.float64)
+        b = np.asarray(v.array(f"starts[{i}][1]", ab[1], (L,)), dtype=np.float64)
+        points.append(np.r_[a, b[:-1]])
+
+    def split(th):
+        return th[:L], np.r_[th[L:], 0.0]
+
+    def fit(th):  # the mean of iclgd.metrics.gdpp_sample_loss over the sample
+        return np.sum(gdpp_residual(*split(th), lam) ** 2, -1).mean()
+
+    runs = [minimize(fit, th0, method="BFGS") for th0 in points]
+    return split(min(runs, key=lambda r: r.fun).x)
 
 
 # Part II: the ridge predictors of eq. 20-25

@@ -23,8 +23,14 @@ import numpy as np
 
 from . import checks as v
 from .baselines import y_star
+from .models.softmax import softmax_predict
 from .tasks.linear import check_batch
-from .tasks.representation import RepresentationBatch, check_spec, sample_representation_tasks
+from .tasks.representation import (
+    RepresentationBatch,
+    RepresentationSpec,
+    check_spec,
+    sample_representation_tasks,
+)
 
 __all__ = [
     "mse",
@@ -33,10 +39,12 @@ __all__ = [
     "compare_predictors",
     "safe_scale",
     "dist_to_identity",
+    "gdpp_sample_loss",
     "GradStats",
     "gradient_stats",
     "empirical_loss",
     "inference_loss",
+    "softmax_sample_loss",
     "InferenceSet",
     "inference_sets",
     "inference_metrics",
@@ -258,6 +266,26 @@ def gradient_stats(per_prompt_loss, params, *data, chunk: int = 2000) -> GradSta
     return GradStats(mean, se, num / den)
 
 
+def gdpp_sample_loss(a, b, lam) -> np.ndarray:
+    """Loss of GD++ on Theorem 5's set for each sampled Gram matrix: ``sum_i q(lam_i)^2``.
+
+    ``q`` is the residual polynomial of :func:`iclgd.exact.gdpp_residual` (Ahn et al. Sec. 6,
+    eq. 13, with ``A_l = a_l Sigma^{-1}``, ``B_l = b_l I``); the exact expectation over the Gram
+    matrix is :func:`iclgd.exact.gdpp_risk`.
+
+    Args:
+        a: ``(L,)``; b: ``(L,)`` (the last ``b`` does not enter).
+        lam: ``(N, d)`` eigenvalues of ``N`` sampled whitened Gram matrices ``X_c X_c^T / n``.
+
+    Returns:
+        ``(N,)`` float64, one loss per sample.
+    """
+    from .exact.gdpp import gdpp_residual  # lazy: iclgd.exact imports sympy
+
+    lam = v.array("lam", lam, "N d")
+    return np.sum(gdpp_residual(a, b, lam) ** 2, -1)
+
+
 # Part II: the losses of eq. 9 and Theorem 2 on samples, and the inference loss of Fig. 2
 
 
@@ -295,6 +323,24 @@ def inference_loss(y_hat: jax.Array, y_target: jax.Array) -> jax.Array:
         ``()``.
     """
     return empirical_loss(y_hat, y_target)
+
+
+def softmax_sample_loss(
+    params: dict, spec: RepresentationSpec, batch: RepresentationBatch
+) -> jax.Array:
+    """The training loss eq. 9 of the one-layer model, estimated on ``batch``.
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task.
+        batch: prompts from :func:`iclgd.tasks.sample_representation_tasks`.
+
+    Returns:
+        ``()``.
+    """
+    what = "an iclgd.tasks.RepresentationBatch (use sample_representation_tasks)"
+    v.container("batch", batch, RepresentationBatch, what)
+    return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)
 
 
 def _predict_fn(model) -> Callable:

@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 import iclgd
-from iclgd import baselines, config, exact, metrics, tasks, training
+from iclgd import baselines, config, exact, metrics, tasks
 from iclgd import checks as v
 from iclgd import training as train
 from iclgd.exact import wishart
@@ -141,7 +141,8 @@ NAN_INF = [
      0.0, 3), ValueError, f"mu {FINITE}"),
     ("exact.fold_last_row M", lambda: exact.fold_last_row(put(np.zeros((3, 3, 3)), NAN)),
      ValueError, f"M {FINITE}"),
-    ("baselines.preconditioned_gd A_list", lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+    ("baselines.preconditioned_gd A_list",
+     lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
      put(A1, INF)), ValueError, f"A_list {FINITE}"),
     ("lt.sparse_predict Z0", lambda: lt.sparse_predict({"A": A1}, put(Z0, NAN)), ValueError,
      f"Z0 {FINITE}"),
@@ -225,7 +226,8 @@ DTYPES = [
      f"y {REAL}"),
     ("transformer causal string", lambda: transformer.transformer_predict(TRP, INPUTS, "yes"),
      ATE, "causal must be a bool"),
-    ("baselines.preconditioned_gd A_list keys", lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
+    ("baselines.preconditioned_gd A_list keys",
+     lambda: baselines.preconditioned_gd(TB2.X, TB2.y, TB2.x_q,
      jax.random.split(KEY, 4).reshape(1, 2, 2)), ATE, f"A_list {REAL} key"),
     ("ridge_eq25 tau string", lambda: baselines.ridge_eq25(SPEC.Z, RB.y, "0.1"), ATE,
      "tau must be a finite number >= 0"),
@@ -348,7 +350,7 @@ CONTAINERS = [
      r"params must be a dict \{'P'"),
     ("softmax_predict spec dict", lambda: softmax.softmax_predict(SMP, SPEC._asdict(), RB.y), ATE,
      r"spec must be an iclgd\.tasks\.RepresentationSpec"),
-    ("softmax_loss TaskBatch", lambda: training.softmax_loss(SMP, SPEC, TB), ATE,
+    ("softmax_loss TaskBatch", lambda: metrics.softmax_sample_loss(SMP, SPEC, TB), ATE,
      r"batch must be an iclgd\.tasks\.RepresentationBatch"),
     ("transformer layers list", lambda: transformer.transformer_predict({**TRP, "layers": [1]},
      INPUTS), ATE, r"params\['layers'\] must be the nested dict returned by init_transformer"),
@@ -512,7 +514,8 @@ SINGULAR = [
      "Omega must be positive semi-definite"),
     ("Omega slightly indefinite", lambda: tasks.make_prior(2, Omega=np.diag([1.0, -1e-3])),
      ValueError, "Omega must be positive semi-definite"),
-    ("theorem1 Sigma singular", lambda: exact.theorem1_optimal_A(np.diag([1.0, 0.0]), 5), ValueError,
+    ("theorem1 Sigma singular",
+     lambda: exact.theorem1_optimal_A(np.diag([1.0, 0.0]), 5), ValueError,
      f"Sigma {PD}"),
     ("theorem1 Sigma singular in float32", _float32(lambda: exact.theorem1_optimal_A(S_F32, 5)),
      ValueError, f"Sigma {PD} in float32"),
@@ -545,7 +548,8 @@ PER_PROMPT = lambda p, x: x.sum(-1)  # noqa: E731
 NAN_INF += [
     ("dist_to_identity M", lambda: metrics.dist_to_identity(NAN22), ValueError, f"M {FINITE}"),
     ("paper_sigma diag", lambda: tasks.paper_sigma(KEY, (1.0, INF)), ValueError, f"diag {FINITE}"),
-    ("sample_paper_prompts diag", lambda: tasks.sample_paper_prompts(KEY, 5, 4, diag=(1.0, NAN)), ValueError,
+    ("sample_paper_prompts diag",
+     lambda: tasks.sample_paper_prompts(KEY, 5, 4, diag=(1.0, NAN)), ValueError,
      f"diag {FINITE}"),
     ("pgd_risk A", lambda: exact.pgd_risk([NAN22], 5), ValueError,
      rf"A_list\[0\] {FINITE}"),
@@ -569,7 +573,8 @@ DTYPES += [
 KEYS += [
     ("haar_orthogonal int", lambda: tasks.haar_orthogonal(0, 3), ATE, f"key {PASS_KEY}"),
     ("paper_sigma int", lambda: tasks.paper_sigma(1), ATE, f"key {PASS_KEY}"),
-    ("sample_paper_prompts int", lambda: tasks.sample_paper_prompts(1, 5, 4), ATE, f"key {PASS_KEY}"),
+    ("sample_paper_prompts int",
+     lambda: tasks.sample_paper_prompts(1, 5, 4), ATE, f"key {PASS_KEY}"),
 ]  # fmt: skip
 CONTAINERS += [
     ("pgd_risk dict", lambda: exact.pgd_risk({"A": I2}, 5), ATE,
@@ -585,10 +590,12 @@ SIZES += [
      r"M must have shape \(\.\.\., d, d\)"),
     ("haar_orthogonal d = 0", lambda: tasks.haar_orthogonal(KEY, 0), ValueError, "d must be"),
     ("paper_sigma empty diag", lambda: tasks.paper_sigma(KEY, ()), ValueError, "diag must have"),
-    ("sample_paper_prompts n = 0", lambda: tasks.sample_paper_prompts(KEY, 0, 4), ValueError, "n must be"),
+    ("sample_paper_prompts n = 0",
+     lambda: tasks.sample_paper_prompts(KEY, 0, 4), ValueError, "n must be"),
     ("sample_paper_prompts batch = 0", lambda: tasks.sample_paper_prompts(KEY, 5, 0), ValueError,
      "batch must be"),
-    ("sample_paper_prompts draw < 0", lambda: tasks.sample_paper_prompts(KEY, 5, 4, draw=-1), ValueError,
+    ("sample_paper_prompts draw < 0",
+     lambda: tasks.sample_paper_prompts(KEY, 5, 4, draw=-1), ValueError,
      "draw must be an integer >= 0"),
     ("pgd_risk no layers", lambda: exact.pgd_risk([], 5), ValueError,
      "A_list must hold at least one"),

@@ -74,6 +74,51 @@ SECTIONS = [
 ]
 
 
+# Test files that check the book or the project as a whole, not one module of iclgd.
+CROSS_CUTTING = {
+    "bad_input": "every public function against bad input",
+    "book_html": "the browser check of the built book",
+    "errata": "scripts/make_errata.py and the claims tables",
+    "float32": "the chapters' default float32 paths, across modules",
+    "layout": "this file",
+    "notebooks_meta": "the chapters' conventions",
+    "numeric_variant": "scripts/numeric_variant.sh",
+    "paper_runs": "scripts/record_paper_run.py and the paper-scale records",
+    "reader_notebooks": "scripts/make_reader_notebooks.py",
+}
+
+
+def _module_of(stem: str) -> Path | None:
+    """``exact_pgd`` -> iclgd/exact/pgd.py, ``models`` -> iclgd/models/__init__.py, ... or None."""
+    parts = stem.split("_")
+    for k in range(len(parts), 0, -1):  # longest package prefix first: symbolic_yq_lsa, ...
+        head, rest = parts[:k], parts[k:]
+        for split in range(len(head) + 1):
+            pkg, mod = head[:split], "_".join(head[split:])
+            base = ROOT / "iclgd" / Path(*pkg) if pkg else ROOT / "iclgd"
+            if not rest and mod and (base / f"{mod}.py").is_file():
+                return base / f"{mod}.py"
+            if not rest and mod and (base / mod / "__init__.py").is_file():
+                return base / mod / "__init__.py"
+    return None
+
+
+def test_test_files_are_named_after_the_module_they_test():
+    """tests/test_<package>_<module>.py tests iclgd/<package>/<module>.py (test_models.py the
+    package iclgd/models); the cross-cutting suites above are the only other test files."""
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        stem = path.stem[len("test_") :]
+        if stem in CROSS_CUTTING:
+            continue
+        assert _module_of(stem) is not None, (
+            f"{path.name} names no module of iclgd: name it test_<package>_<module>.py after "
+            "the module it tests, or list it in CROSS_CUTTING"
+        )
+    assert _module_of("exact_pgd") == ROOT / "iclgd" / "exact" / "pgd.py"
+    assert _module_of("symbolic_yq_lsa") == ROOT / "iclgd" / "symbolic" / "yq_lsa.py"
+    assert _module_of("part3_figs") is None
+
+
 def test_template_has_the_fixed_sections_in_order():
     cells = json.loads(TEMPLATE.read_text(encoding="utf8"))["cells"]
     chapter = json.loads((ROOT / "book" / "part1" / "yq_lsa.ipynb").read_text(encoding="utf8"))

@@ -1,4 +1,5 @@
-"""Tests of iclgd.metrics: the squared error and the function comparison of Xie et al. App. C.2."""
+"""Tests of iclgd.metrics: the squared error, the function comparison of Xie et al. App. C.2,
+Dist(M, I), gradient statistics, and Part II's inference loss on fixed test sets."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 import iclgd
-from iclgd import metrics
+from iclgd import baselines, exact, metrics, training
 
 
 def test_mse_and_its_errors():
@@ -41,3 +42,61 @@ def test_compare_predictors():
     np.testing.assert_allclose(
         flipped["grad_diff"] / 2, np.linalg.norm(metrics.input_gradient(gd, t), axis=-1), rtol=1e-5
     )
+
+
+def _copy(params, batch):  # the copy baseline: prompt labels, then 0
+    return jnp.concatenate([batch.y, jnp.zeros_like(batch.y_all[:, batch.y.shape[1] :])], axis=1)
+
+
+def test_inference_sets_and_metrics(deep_spec, deep_sets):
+    assert set(deep_sets) == {"in", "ood"}
+    lam_in, lam_ood = np.asarray(deep_sets["in"].batch.lam), np.asarray(deep_sets["ood"].batch.lam)
+    assert abs(lam_in.mean()) < 0.1 and abs(lam_in.std() - 1) < 0.05
+    assert abs(lam_ood.mean() - 1) < 0.1 and abs(lam_ood.std() - 2) < 0.1
+    for s in deep_sets.values():
+        np.testing.assert_allclose(s.target, baselines.y_star(deep_spec, s.batch.y), rtol=1e-6)
+    # y_star scores 0; the copy baseline scores what copy_prompt_gap says
+    metrics_fn = metrics.inference_metrics(lambda p, b: baselines.y_star(deep_spec, b.y), deep_sets)
+    assert all(float(x) < 1e-10 for x in metrics_fn(None).values())
+    got = jax.jit(metrics.inference_metrics(_copy, deep_sets))(None)
+    gap = metrics.copy_prompt_gap(deep_sets)
+    for name in deep_sets:
+        assert float(got[name]) == pytest.approx(gap[name], rel=1e-5)
+    assert gap["ood"] > gap["in"] > 0
+
+
+def test_bad_input(deep_spec, deep_sets):
+    with pytest.raises(ValueError, match="batch"):
+        training.sampled_population_loss(_copy, 0)
+    with pytest.raises(TypeError, match="model"):
+        training.sampled_population_loss(3, 8)
+    with pytest.raises(TypeError, match="sets"):
+        metrics.inference_metrics(_copy, [deep_sets["in"]])
+    with pytest.raises(TypeError, match="sets"):
+        metrics.copy_prompt_gap({})
+    with pytest.raises(TypeError, match=r"sets\['in'\]"):
+        metrics.copy_prompt_gap({"in": (1, 2)})
+    with pytest.raises(ValueError, match="n"):
+        metrics.inference_sets(jax.random.PRNGKey(0), deep_spec, 0)
+    with pytest.raises(TypeError, match="key"):
+        metrics.inference_sets(0, deep_spec)
+    with pytest.raises(TypeError, match="spec"):
+        exact.copy_prompt_loss({"K": 3})
+
+
+def test_dist_to_identity():
+    assert float(metrics.dist_to_identity(3 * jnp.eye(4))) < 1e-7
+    M = jnp.diag(jnp.array([1.0, -1.0]))
+    assert np.isclose(float(metrics.dist_to_identity(M)), 1.0)
+    assert metrics.dist_to_identity(jnp.ones((3, 2, 2))).shape == (3,)
+    with pytest.raises(ValueError, match="M must have shape"):
+        metrics.dist_to_identity(jnp.ones(3))
+
+
+def test_gradient_stats_noise_and_signal():
+    x = jax.random.normal(jax.random.key(0), (4000, 3))
+    loss = lambda p, xs: jnp.sum((xs - p["m"]) ** 2, axis=1)  # noqa: E731
+    at_mean = metrics.gradient_stats(loss, {"m": jnp.mean(x, 0)}, x)
+    assert np.abs(np.asarray(at_mean.grad["m"])).max() < 1e-5 and at_mean.z2 < 1e-6
+    off = metrics.gradient_stats(loss, {"m": jnp.ones(3)}, x)
+    assert off.z2 > 100 and np.allclose(off.se["m"], 2 / np.sqrt(4000), rtol=0.1)

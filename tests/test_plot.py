@@ -9,11 +9,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import jax.numpy as jnp
+import matplotlib
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
+import iclgd
 from iclgd import plot  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -428,3 +431,122 @@ def test_page_layout_helpers_are_private():
         assert not name.startswith("_") and hasattr(plot, name), name
         obj = getattr(plot, name)
         assert not inspect.isfunction(obj) or obj.__module__.startswith("iclgd.plot"), name
+
+
+def test_lemma5_check_figure_and_bad_input():
+    steps = np.arange(5) * 10
+    fig = plot.lemma5_check(
+        {"a": (1.0, 0.01)}, {"x": 1.0, "y": 0.5}, steps, np.logspace(0, -4, 5), np.ones(5)
+    )
+    assert len(fig.axes) == 2
+    plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.zeros(5), np.ones(5))
+    with pytest.raises(ValueError, match="same length"):
+        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.ones(4), np.ones(5))
+    with pytest.raises(ValueError, match="non-empty"):
+        plot.lemma5_check({}, {"x": 1.0}, steps, np.ones(5), np.ones(5))
+
+
+def test_training_figures_and_bad_input():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from iclgd import plot
+
+    t = np.arange(10.0)
+    fig = plot.theorem1_rate(t, np.exp(-t), t[5:], np.exp(-t[5:]), np.exp(-0.1 * t))
+    plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plot.theorem1_rate(t, -np.ones(10), t, np.ones(10), np.ones(10))
+    fig = plot.heads_sweep({1: np.ones(5), 4: np.linspace(2, 1, 5)}, 0.5)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    with pytest.raises(ValueError, match="non-empty"):
+        plot.heads_sweep({}, 0.5)
+
+
+def test_inference_figures_and_bad_input():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from iclgd.plot import representation as P
+
+    t = np.arange(5.0)
+    curves = {"in": np.linspace(2, 1, 5), "ood": np.linspace(4, 2, 5)}
+    fig = P.fig2a_inference(t, np.linspace(3, 1, 5), curves, curves, 0.5)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    with pytest.raises(ValueError, match="non-empty"):
+        P.fig2a_inference(t, t + 1, {}, {}, 0.5)
+    with pytest.raises(ValueError, match="same length"):
+        P.fig2a_inference(t, t + 1, {"a": np.ones(3)}, {}, 0.5)
+    fig = P.fig3_gap([1, 2, 3], jnp.asarray([[1.0, 0.0, 2.0], [1.5, 0.0, 1.0]]), 2)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="shape"):
+        P.fig3_gap([1, 2], np.ones((2, 3)), 2)
+    with pytest.raises(ValueError, match=">= 0"):
+        P.fig3_gap([1, 2], -np.ones((1, 2)), 2)
+
+
+def test_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from iclgd import plot
+
+    steps = np.arange(0, 30, 10)
+    fig = plot.deep_losses(
+        np.linspace(3, 1, 30), steps, {"in": np.array([3.0, 2, 1])}, {"L*": 0.1, "copy": 2.0}
+    )
+    assert len(fig.axes) == 1
+    plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        plot.deep_losses(-np.ones(30), steps, {"in": np.ones(3)}, {})
+    with pytest.raises(ValueError, match="same length"):
+        plot.deep_losses(np.ones(30), steps, {"in": np.ones(4)}, {})
+    with pytest.raises(ValueError, match="inference must not be empty"):
+        plot.deep_losses(np.ones(30), steps, {}, {})
+    curves = {1: np.linspace(3, 1, 30), 4: np.linspace(3, 0.5, 30)}
+    final = {"training": {1: 1.0, 4: 0.5}}
+    fig = plot.heads_budget(final, curves, {1: 30, 4: 12})
+    assert len(fig.axes) == 2
+    plt.close(fig)
+    plt.close(plot.heads_budget(final, curves))
+    with pytest.raises(ValueError, match="final must not be empty"):
+        plot.heads_budget({}, curves)
+
+
+def test_training_figures_draw():
+    R, S = 4, 2
+    dist = {"a": {"blue": np.full((S, R), 0.5), "red": np.full((S, R), 0.8)}}
+    fig = iclgd.plot.training_dists(np.arange(R), dist, np.ones((S, 10)), {"floor": 0.5}, loss_at=1)
+    assert len([a for a in fig.axes if a.get_visible()]) == 2
+    with pytest.raises(ValueError, match="must be"):
+        iclgd.plot.training_dists(np.arange(R + 1), dist, np.ones((S, 10)), loss_at=0)
+    with pytest.raises(ValueError, match="loss_at"):
+        iclgd.plot.training_dists(np.arange(R), dist, np.ones((S, 10)), loss_at=3)
+    fig = iclgd.plot.weight_heatmaps({"A": np.eye(3), "B": -np.eye(3)}, ncols=2)
+    assert len(fig.axes) >= 2
+    with pytest.raises(ValueError, match="at least one"):
+        iclgd.plot.weight_heatmaps({})
+
+
+def test_gd_baselines_figure():
+    ks = [1, 2, 3]
+    fig = iclgd.plot.pgd.gd_baselines(
+        ks, {"a": [1.0, 0.5, 0.2], "b": [2.0, 1.5, 1.0]}, {"t": np.ones((3, 2))}, floor_label="a"
+    )
+    assert len(fig.axes) == 2
+    with pytest.raises(ValueError, match="at least one"):
+        iclgd.plot.pgd.gd_baselines(ks, {})
+    with pytest.raises(ValueError, match="rows"):
+        iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="floor_label"):
+        iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0, 3.0]}, floor_label="b")

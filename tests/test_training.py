@@ -1,5 +1,5 @@
-"""Tests of the trainer (iclgd.training): compile reuse, history, per-group
-rates, multi-seed L-BFGS."""
+"""Tests of iclgd.training.loop (train, train_seeds): compile reuse, history, per-group rates,
+L-BFGS, divergence, multi-seed runs; and the Part II losses trained through it."""
 
 import jax
 import jax.numpy as jnp
@@ -8,13 +8,98 @@ import optax
 import pytest
 
 import iclgd
-from iclgd import exact, tasks, training
+from iclgd import exact, metrics, tasks, training
+from iclgd import training as train
+from iclgd.models import lsa
 
 
-def _quadratic(params, key, target):
-    """A deterministic loss with a known minimiser: sum of (p - target)^2 over the groups."""
-    del key
-    return sum(jnp.sum((params[k] - target[k]) ** 2) for k in params)
+# ---------------------------------------------------------------- training
+def test_train_reaches_gd_risk_zero_prior_mean():
+    """One-head LSA trained on w* = 0 approaches the optimal one-step GD
+    risk (von Oswald et al.)."""
+    d, C = 1, 8
+    prior = tasks.make_prior(d)
+    loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, C, 1024)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), d, 1, 0.3),
+        jax.random.key(1),
+        steps=1500,
+        learning_rate=3e-3,
+        progress=False,
+    )
+    assert not res.diverged and res.losses.shape == (1500,)
+    _, r_gd = exact.gd_optimal(exact.prepare(prior, C))
+    final, se = train.evaluate(loss, res.params, jax.random.key(2), 40)
+    assert final < float(r_gd) * 1.1
+    assert res.losses[:20].mean() > 2 * final
+
+
+def test_train_is_reproducible_and_partial_chunk_is_exact():
+    prior = tasks.make_prior(2)
+    loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 4, 32)
+    p0 = lsa.init_lsa(jax.random.key(0), 2, 1)
+    a = train.train(loss, p0, jax.random.key(1), steps=70, chunk=30, progress=False)
+    b = train.train(loss, p0, jax.random.key(1), steps=70, chunk=7, progress=False)
+    np.testing.assert_array_equal(a.losses, b.losses)  # same data stream whatever the chunking
+    for k in p0:
+        np.testing.assert_allclose(a.params[k], b.params[k], rtol=1e-12)
+
+
+def test_train_detects_divergence():
+    prior = tasks.make_prior(3, mu=3 * jnp.ones(3))
+    loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 5, 64)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), 3, 1, 1.0),
+        jax.random.key(1),
+        steps=200,
+        optimizer=optax.sgd(10.0),
+        progress=False,
+    )
+    assert res.diverged and res.stopped_at is not None and res.stopped_at < 200
+    assert "diverged" in res.message and len(res.losses) == res.stopped_at
+    assert all(np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(res.params))
+
+
+def test_train_lbfgs_on_fixed_batch():
+    prior = tasks.make_prior(2)
+    loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 6, 256)
+    res = train.train(
+        loss,
+        lsa.init_lsa(jax.random.key(0), 2, 1, 0.5),
+        jax.random.key(1),
+        steps=60,
+        optimizer="lbfgs",
+        fixed_key=True,
+        progress=False,
+    )
+    assert not res.diverged
+    # the zoom line search makes every step a descent step on the fixed batch
+    assert np.all(np.diff(res.losses) <= 1e-9) and res.losses[-1] < 0.7 * res.losses[0]
+    g = jax.grad(loss)(res.params, jax.random.key(1))
+    assert (
+        max(float(jnp.abs(x).max()) for x in jax.tree_util.tree_leaves(g)) < 1e-3
+    )  # a stationary point
+
+
+def test_train_seeds_vmapped_matches_single_runs():
+    prior = tasks.make_prior(2)
+    loss = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), prior, 4, 16)
+    init = lambda k: lsa.init_lsa(k, 2, 1)
+    keys = jax.random.split(jax.random.key(0), 3)
+    res = train.train_seeds(loss, init, keys, steps=40, learning_rate=1e-2)
+    losses = res.losses
+    assert losses.shape == (3, 40) and not res.diverged.any()
+    single = train.train(
+        loss,
+        init(jax.random.fold_in(keys[1], 0)),
+        jax.random.fold_in(keys[1], 1),
+        steps=40,
+        learning_rate=1e-2,
+        progress=False,
+    )
+    np.testing.assert_allclose(losses[1], single.losses, rtol=1e-6)
 
 
 def test_learning_rate_sweep_compiles_once():
@@ -43,6 +128,12 @@ def test_prior_sweep_through_args_compiles_once_and_matches_closure():
     )
     np.testing.assert_allclose(runs[3].losses, closed.losses, rtol=1e-5)
     assert runs[4].losses[0] > runs[0].losses[0]  # a larger prior mean: a larger initial loss
+
+
+def _quadratic(params, key, target):
+    """A deterministic loss with a known minimiser: sum of (p - target)^2 over the groups."""
+    del key
+    return sum(jnp.sum((params[k] - target[k]) ** 2) for k in params)
 
 
 def test_history_records_params_and_metrics_at_chosen_steps():
@@ -221,65 +312,6 @@ def test_train_seeds_seed_args_and_vectorize():
         iclgd.train_seeds(loss, init, keys, args=(2.0,), seed_args=(batch,), vectorize=1, **opts)
 
 
-def test_batch_loss_is_the_chapters_fixed_batch_loss_bit_for_bit():
-    """``batch_loss(model)`` = ``mean((sparse_predict(sym(A), Z0) - y)**2)``, the loss Part III's
-    chapters wrote by hand, to the last bit, also under ``jit``/``vmap``/``grad``."""
-    from iclgd.models import linear_transformer as LT
-
-    d, n, L, N = 3, 6, 2, 64
-    keys = jax.random.split(jax.random.key(5), 2)
-    batch = jax.vmap(lambda k: tasks.sample_paper_prompts(k, n, N, diag=(1.0, 0.5, 2.0)))(keys)
-    model = iclgd.models.linear_transformer_model(d, L, form="pgd", symmetrize=True, init_std=0.1)
-    params = jax.vmap(model.init)(keys)
-    sym = lambda A: (A + jnp.swapaxes(A, -1, -2)) / 2
-    Z0 = jax.vmap(tasks.embed_zero_query)(batch)
-    by_hand = lambda p, key, Z, y: jnp.mean((LT.sparse_predict({"A": sym(p["A"])}, Z) - y) ** 2)
-    loss = training.batch_loss(model)
-    assert loss is not training.batch_loss(model)  # a builder: a new function each call
-    vg = jax.jit(jax.vmap(jax.value_and_grad(loss), in_axes=(0, None, 0)))
-    vg_hand = jax.jit(jax.vmap(jax.value_and_grad(by_hand), in_axes=(0, None, 0, 0)))
-    (v1, g1), (v2, g2) = vg(params, None, batch), vg_hand(params, None, Z0, batch.y_target)
-    np.testing.assert_array_equal(v1, v2)
-    np.testing.assert_array_equal(g1["A"], g2["A"])
-    one = jax.tree_util.tree_map(lambda x: x[0], (params, batch))
-    assert float(loss(*one[:1], jax.random.key(9), one[1])) == float(loss(one[0], None, one[1]))
-    assert iclgd.batch_loss is training.batch_loss
-
-
-def test_per_prompt_loss_and_gradient_stats():
-    d, n, L = 3, 6, 2
-    batch = tasks.sample_paper_prompts(jax.random.key(0), n, 50, diag=(1.0, 0.5, 2.0))
-    model = iclgd.models.linear_transformer_model(d, L, form="gdpp", init_std=0.1)
-    params = model.init(jax.random.key(1))
-    errs = training.per_prompt_loss(model)
-    e = errs(params, batch)
-    assert e.shape == (50,)
-    np.testing.assert_array_equal(e, (model.predict(params, batch) - batch.y_target) ** 2)
-    np.testing.assert_array_equal(errs(params, *batch), e)  # the five arrays of the batch
-    np.testing.assert_allclose(jnp.mean(e), training.batch_loss(model)(params, None, batch))
-    st = iclgd.metrics.gradient_stats(errs, params, *batch, chunk=16)
-    g = jax.grad(lambda p: jnp.mean(errs(p, batch)))(params)
-    for k in "AB":
-        np.testing.assert_allclose(st.grad[k], g[k], rtol=1e-4, atol=1e-6)
-    errs_fn = training.per_prompt_loss(model.predict)  # a bare predict function works too
-    np.testing.assert_array_equal(errs_fn(params, batch), e)
-
-
-def test_batch_and_per_prompt_loss_bad_input():
-    model = iclgd.models.linear_transformer_model(3, 1, form="pgd")
-    params = model.init(jax.random.key(0))
-    batch = tasks.sample_paper_prompts(jax.random.key(1), 4, 5, diag=(1.0, 0.5, 2.0))
-    for build in (training.batch_loss, training.per_prompt_loss):
-        with pytest.raises(TypeError, match="model must be"):
-            build(3)
-    with pytest.raises(TypeError, match="batch must be an iclgd.tasks.TaskBatch"):
-        training.batch_loss(model)(params, None, tasks.embed_zero_query(batch))
-    with pytest.raises(TypeError, match="batch must be an iclgd.tasks.TaskBatch"):
-        training.per_prompt_loss(model)(params, batch.X)
-    with pytest.raises(ValueError, match="its 5 arrays"):
-        training.per_prompt_loss(model)(params, batch.X, batch.y)
-
-
 def test_train_seeds_has_aux_stacks_each_seeds_aux_as_train():
     """``has_aux``: ``aux`` of every step with a leading seed axis, both ways of running the seeds,
     equal to :func:`train`'s for each seed; a seed's steps after its divergence are NaN."""
@@ -304,3 +336,34 @@ def test_train_seeds_has_aux_stacks_each_seeds_aux_as_train():
             for k in ("x0", "n"):
                 np.testing.assert_allclose(res.aux[k][s], one.aux[k], rtol=1e-12)
         assert np.isnan(res.losses[2, res.stopped_at[2] :]).all()
+
+
+def test_sampled_loss_matches_the_exact_population_loss(deep_spec):
+    model = iclgd.models.softmax_attention_model(deep_spec, H=3)
+    p = model.init(jax.random.PRNGKey(2))
+    p = {"Q": p["Q"], "w": 0.3 * jax.random.normal(jax.random.PRNGKey(3), p["w"].shape)}
+    loss = training.sampled_population_loss(model, 2000)
+    mean, se = iclgd.evaluate(loss, p, jax.random.PRNGKey(4), n_batches=40, args=(deep_spec,))
+    exact_val = float(exact.softmax_risk(p, deep_spec))
+    assert abs(mean - exact_val) < 4 * se
+    # the same Model's predict function works too, and the key matters
+    loss2 = training.sampled_population_loss(model.predict, 8)
+    a, b = (float(loss2(p, jax.random.PRNGKey(i), deep_spec)) for i in (5, 6))
+    assert a != b
+
+
+def test_transformer_trains_on_the_sampled_loss(deep_spec):
+    model = iclgd.models.transformer_model(deep_spec, d_model=8, H=2, d_ff=8, L=1)
+    deep_sets = metrics.inference_sets(jax.random.PRNGKey(1), deep_spec, 20)
+    res = iclgd.train(
+        training.sampled_population_loss(model, 16),
+        model.init(jax.random.PRNGKey(0)),
+        jax.random.PRNGKey(1),
+        steps=40,
+        learning_rate=1e-2,
+        args=(deep_spec,),
+        record_every=20,
+        metrics=metrics.inference_metrics(model, deep_sets),
+    )
+    assert not res.diverged and res.history.metrics["in"].shape == (3,)
+    assert res.losses[-10:].mean() < res.losses[:10].mean()

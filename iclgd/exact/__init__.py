@@ -88,6 +88,7 @@ from .pgd import (
     OptimalScalars,
     TunedGD,
     optimal_scalars,
+    pgd_loss,
     pgd_risk,
     scalar_risk_expr,
     theorem1_optimal_A,
@@ -115,6 +116,7 @@ from .risks import (
     lsa_risk,
     lsa_risk_reduced,
     predictor_risk,
+    sparse_linear_transformer_risk,
     yq_lsa_risk,
 )
 from .search import SearchResult, lsa_search, yq_lsa_search
@@ -136,6 +138,7 @@ __all__ = [
     "lsa_risk",
     "yq_lsa_risk",
     "linear_transformer_risk",
+    "sparse_linear_transformer_risk",
     "gd_risk",
     "gd_optimal",
     "risk64",
@@ -171,6 +174,7 @@ __all__ = [
     "one_head_lower_bound",
     "copy_prompt_loss",
     "pgd_risk",
+    "pgd_loss",
     "scalar_risk_expr",
     "OptimalScalars",
     "optimal_scalars",

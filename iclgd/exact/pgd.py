@@ -47,6 +47,7 @@ from .wishart import (
 
 __all__ = [
     "pgd_risk",
+    "pgd_loss",
     "scalar_risk_expr",
     "OptimalScalars",
     "optimal_scalars",
@@ -112,6 +113,36 @@ def pgd_risk(A_list, n, Sigma=None, Omega=None):
         word = [Om] + w1 + [Sig] + w2t
         total = total + c1 * c2 * expect_trace_word(word, n, Sigma, eye=eye)
     return total
+
+
+def pgd_loss(n: int, Sigma=None, Omega=None, *, symmetrize: bool = False):
+    """The exact loss of the eq. 9 model as a training objective, ``loss(params, key) -> ()``.
+
+    ``loss(params, key) = pgd_risk(list(params["A"]), n, Sigma, Omega)`` (the key is ignored), for
+    the parameters ``{"A": (L, d, d)}`` of ``iclgd.models.linear_transformer_model(d, L,
+    form="pgd")``; ``symmetrize=True`` evaluates the model of ``symmetrize=True``, whose layers act
+    with ``(A_l + A_l^T) / 2`` (:func:`iclgd.models.linear_transformer.symmetrize`). Under jax,
+    ``L <= 2`` (see :func:`pgd_risk`).
+
+    Args:
+        n: context examples; Sigma, Omega: as in :func:`pgd_risk`; symmetrize: see above.
+
+    Returns:
+        ``loss(params, key) -> ()``, for :func:`iclgd.train` / :func:`iclgd.train_seeds`.
+    """
+    n = v.positive_int("n", n)
+    if not isinstance(symmetrize, bool):
+        raise v.ArgumentTypeError(f"symmetrize must be True or False, got {symmetrize!r}")
+    for name, C in (("Sigma", Sigma), ("Omega", Omega)):
+        if C is not None:
+            v.spd_matrix(name, C, np.shape(C)[-1], psd=True, dtype=np.float64)
+    from ..models.linear_transformer import symmetrize as _symmetrize
+
+    def loss(params, key):
+        A = _symmetrize(params)["A"] if symmetrize else params["A"]
+        return pgd_risk(list(A), n, Sigma, Omega)
+
+    return loss
 
 
 def scalar_risk_expr(L: int, n=None, d=None) -> tuple[sp.Expr, tuple]:

@@ -44,6 +44,7 @@ __all__ = [
     "lsa_risk",
     "yq_lsa_risk",
     "linear_transformer_risk",
+    "sparse_linear_transformer_risk",
     "gd_coefficients",
     "gd_risk",
 ]
@@ -296,6 +297,27 @@ def yq_lsa_risk(params: dict, ex: Exact) -> jax.Array:
     what = "a dict {'attn': LSA params, 'w': (d,)} (see iclgd.init_yq_lsa)"
     v.param_dict("params", params, ("attn", "w"), what)
     return lsa_risk(params["attn"], ex, y_q_guess=params["w"], y_q_bias=0.0)
+
+
+def sparse_linear_transformer_risk(A, ex: Exact) -> float:
+    """Exact risk, in float64, of the one-layer eq. 9 transformer with ``A_0 = A`` (Ahn et al.):
+    :func:`linear_transformer_risk` at ``b = e_{d+1}`` and ``A = [[A], [0]]`` (its reduced form),
+    i.e. ``P_0 = [[0, 0], [0, 1]]``, ``Q_0 = [[A, 0], [0, 0]]``.
+
+    Args:
+        A: ``(d, d)`` the matrix ``A_0`` (any, not only symmetric).
+        ex: :func:`~iclgd.exact.prepare`'s output (``C`` plays the role of ``n``).
+
+    Returns:
+        The risk, a Python float.
+    """
+    from .core import risk64
+
+    check_exact(ex)
+    d = ex.d
+    A = np.asarray(v.array("A", A, "d d", v.Dims(d=d)), dtype=np.float64)
+    e_b = np.eye(d + 1)[d]
+    return risk64(linear_transformer_risk, {"b": e_b, "A": np.vstack([A, np.zeros((1, d))])}, ex)
 
 
 def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:

@@ -18,9 +18,10 @@
 
    Training objective: the population loss (eq. 9)
    ``L(theta) = 1/2 E_{lambda, eps}[ 1/K sum_k (y_hat_k - y_k)^2 ]`` over all ``K`` tokens,
-   estimated on a batch by :func:`softmax_loss` and computed exactly (no sampling) by
-   :func:`softmax_risk` (eq. 74-77 / Lemma 5). The paper trains with GD (eq. 10, learning rates
-   ``eta_Q``, ``eta_w``) in theory and with Adam (lr ``1e-4``, batch 256) in the experiments.
+   estimated on a batch by :func:`iclgd.metrics.softmax_sample_loss` and computed exactly (no
+   sampling) by :func:`iclgd.exact.softmax_risk` (eq. 74-77 / Lemma 5). The paper trains with GD
+   (eq. 10, learning rates ``eta_Q``, ``eta_w``) in theory and with Adam (lr ``1e-4``, batch 256)
+   in the experiments.
 
 The pre-LayerNorm transformer of Sec. 4 is in :mod:`iclgd.models.transformer`.
 

@@ -15,7 +15,6 @@ from .losses import (
     per_prompt_loss,
     sampled_loss,
     sampled_population_loss,
-    softmax_loss,
 )
 from .optim import OPTIMIZERS, make_optimizer
 
@@ -31,7 +30,6 @@ __all__ = [
     "batch_loss",
     "per_prompt_loss",
     "sampled_population_loss",
-    "softmax_loss",
     "OPTIMIZERS",
     "make_optimizer",
 ]

@@ -4,7 +4,6 @@
 * :func:`batch_loss` -- Parts I and III: the mean squared error on one fixed batch (L-BFGS);
 * :func:`per_prompt_loss` -- Parts I and III: the squared error of every prompt of a batch;
 * :func:`sampled_population_loss` -- Part II: eq. 9 on fresh prompts of a representation task;
-* :func:`softmax_loss` -- Part II: eq. 9 of the one-layer model on a given batch;
 * :func:`evaluate` -- a sampled loss averaged over fresh batches, with its standard error.
 
 Exact population risks, which ignore the key, are in :mod:`iclgd.exact`.
@@ -20,13 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import checks as v
-from ..metrics import _predict_fn, empirical_loss, mse
+from ..metrics import _predict_fn, mse
 from ..models import Model
-from ..models.softmax import softmax_predict
 from ..tasks.linear import Prior, TaskBatch, check_prior, sample_tasks
 from ..tasks.representation import (
-    RepresentationBatch,
-    RepresentationSpec,
     sample_representation_tasks,
 )
 from .loop import _LOSS_FN, LossFn, _check_args, _loss_output
@@ -36,7 +32,6 @@ __all__ = [
     "batch_loss",
     "per_prompt_loss",
     "sampled_population_loss",
-    "softmax_loss",
     "evaluate",
 ]
 
@@ -187,19 +182,3 @@ def sampled_population_loss(model, batch: int) -> Callable:
         return 0.5 * jnp.mean((predict(params, b) - b.y_all) ** 2)
 
     return loss
-
-
-def softmax_loss(params: dict, spec: RepresentationSpec, batch: RepresentationBatch) -> jax.Array:
-    """The training loss eq. 9 of the one-layer model, estimated on ``batch``.
-
-    Args:
-        params: ``{"Q": (H, d, d), "w": (H, K)}``.
-        spec: the task.
-        batch: prompts from :func:`iclgd.tasks.sample_representation_tasks`.
-
-    Returns:
-        ``()``.
-    """
-    what = "an iclgd.tasks.RepresentationBatch (use sample_representation_tasks)"
-    v.container("batch", batch, RepresentationBatch, what)
-    return empirical_loss(softmax_predict(params, spec, batch.y), batch.y_all)

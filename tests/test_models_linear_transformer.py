@@ -7,18 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from iclgd import baselines, exact
+from iclgd import baselines
 from iclgd.models import linear_transformer as lt
 from iclgd.tasks import TaskBatch, embed, embed_zero_query
 
 RTOL = 1e-10
-
-
-@pytest.fixture(autouse=True)
-def x64():
-    """Run every test of this module in float64, then restore the previous setting."""
-    with jax.enable_x64(True):
-        yield
 
 
 def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3) -> TaskBatch:
@@ -54,9 +47,6 @@ def _close(a, b, rtol: float = RTOL) -> None:
     np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale)
 
 
-# ----------------------------------------------------------------------- Lemma 2 (eq. 9 <-> eq. 11)
-
-
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_lemma2_sparse_transformer_is_preconditioned_gd(k):
     t = _tasks(k)
@@ -89,24 +79,6 @@ def test_lemma2_nonsymmetric_A_takes_the_transposed_step(k):
     pred_tf = lt.sparse_predict({"A": A}, embed_zero_query(t))
     _close(pred_tf, baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.swapaxes(A, 1, 2)))
     assert float(jnp.abs(pred_tf - baselines.preconditioned_gd(t.X, t.y, t.x_q, A)).max()) > 1e-3
-
-
-def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
-    """A_l = -gamma I gives w_{l+1} = w_l - gamma (1/n) X^T (X w_l - y), all n examples used."""
-    t = _tasks(5)
-    X, y = np.asarray(t.X), np.asarray(t.y)
-    n, d = X.shape[1:]
-    gamma = 0.3
-    w = np.zeros((X.shape[0], d))
-    for _ in range(2):
-        w = w - gamma * np.einsum("bni,bn->bi", X, np.einsum("bni,bi->bn", X, w) - y) / n
-    A = [-gamma * jnp.eye(d)] * 2  # a sequence is accepted too
-    _close(
-        baselines.preconditioned_gd(t.X, t.y, t.x_q, A), np.einsum("bi,bi->b", w, np.asarray(t.x_q))
-    )
-
-
-# ----------------------------------------------------------------------- full model vs sparse forms
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -168,9 +140,6 @@ def test_efficient_output_equals_literal(L):
     )
 
 
-# --------------------------------------------------------------------------- shapes, jit, grad
-
-
 @pytest.mark.parametrize("B,d,n,L", [(1, 1, 1, 1), (6, 4, 9, 2), (2, 3, 20, 4)])
 def test_output_shapes(B, d, n, L):
     t = _tasks(B + d + n + L, B=B, n=n, d=d)
@@ -213,33 +182,6 @@ def test_grad_through_full_model():
     g = jax.jit(jax.grad(loss))(full)
     assert g["P"].shape == full["P"].shape and np.all(np.isfinite(np.asarray(g["Q"])))
     assert float(jnp.abs(g["Q"]).max()) > 0 and float(jnp.abs(g["P"]).max()) > 0
-
-
-# ---------------------------------------------------------------------- Theorem 1 (paper's formula)
-
-
-def test_theorem1_isotropic_matches_paper_special_case():
-    """Eq. 8 at Sigma = I equals the paper's isotropic display -1/((n-1)/n + (d+2)/n) I."""
-    d, n = 3, 7
-    A = exact.theorem1_optimal_A(np.eye(d), n)
-    _close(A, -1.0 / ((n - 1) / n + (d + 2) / n) * np.eye(d))
-    _close(exact.theorem1_optimal_A(np.eye(d), n, w_cov="inverse_sigma"), A)
-
-
-def test_theorem1_rotation_and_inverse_sigma():
-    d, n = 4, 10
-    lam = np.array([2.0, 1.0, 0.5, 0.25])
-    U = np.linalg.qr(np.random.default_rng(0).normal(size=(d, d)))[0]
-    Sigma = U @ np.diag(lam) @ U.T
-    want = -U @ np.diag(1.0 / ((n + 1) / n * lam + lam.sum() / n)) @ U.T
-    _close(exact.theorem1_optimal_A(Sigma, n), want)
-    _close(
-        exact.theorem1_optimal_A(Sigma, n, w_cov="inverse_sigma"),
-        -n / (n + d + 1) * np.linalg.inv(Sigma),
-    )
-
-
-# --------------------------------------------------------------------------- bad input
 
 
 def _zeros_full(d: int, L: int) -> dict:
@@ -297,26 +239,6 @@ def test_bad_Z_shape():
         lt.sparse_predict({"A": jnp.zeros((1, 2, 2))}, Z0[:, :, -1:])
 
 
-def test_bad_A_list_and_regression_inputs():
-    t, _ = _small()  # B = 2, n = 3, d = 2
-    with pytest.raises(
-        ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(1, 2, 3\)"
-    ):
-        baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((1, 2, 3)))
-    with pytest.raises(ValueError, match=r"A_list must have shape \(L, 2, 2\), got shape \(2, 2\)"):
-        baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.zeros((2, 2)))
-    with pytest.raises(ValueError, match=r"L must be an integer >= 1: A_list holds no matrices"):
-        baselines.preconditioned_gd(t.X, t.y, t.x_q, [])
-    with pytest.raises(ValueError, match=r"B_list must have shape \(2, 2, 2\) like A_list"):
-        baselines.gd_plus_plus(t.X, t.y, t.x_q, jnp.zeros((2, 2, 2)), jnp.zeros((3, 2, 2)))
-    with pytest.raises(ValueError, match=r"y must have shape \(2, 3\)"):
-        baselines.preconditioned_gd(t.X, t.y[:, :2], t.x_q, jnp.zeros((1, 2, 2)))
-    with pytest.raises(ValueError, match=r"x_q must have shape \(2, 2\)"):
-        baselines.gd_plus_plus(t.X, t.y, t.x_q[:1], jnp.zeros((1, 2, 2)), jnp.zeros((1, 2, 2)))
-    with pytest.raises(ValueError, match=r"X must have shape \(B, n, d\)"):
-        baselines.preconditioned_gd_iterates(t.X[0], t.y, jnp.zeros((1, 2, 2)))
-
-
 def test_non_finite_inputs():
     t, Z0 = _small()
     params = _zeros_full(2, 1)
@@ -344,17 +266,6 @@ def test_bad_key_and_init_args():
         lt.init_linear_transformer(jax.random.key(0), 0, 1)
     with pytest.raises(ValueError, match=r"init_std must be a finite number >= 0"):
         lt.init_sparse(jax.random.key(0), 2, 1, init_std=-1.0)
-
-
-def test_bad_theorem1_args():
-    with pytest.raises(ValueError, match=r"Sigma must be positive definite"):
-        exact.theorem1_optimal_A(np.diag([1.0, 0.0]), 5)
-    with pytest.raises(ValueError, match=r"Sigma must be a square matrix"):
-        exact.theorem1_optimal_A(np.ones((2, 3)), 5)
-    with pytest.raises(ValueError, match=r"n must be an integer >= 1"):
-        exact.theorem1_optimal_A(np.eye(2), 0)
-    with pytest.raises(ValueError, match=r"w_cov must be 'identity' or 'inverse_sigma'"):
-        exact.theorem1_optimal_A(np.eye(2), 5, w_cov="sigma")
 
 
 def test_init_sparse_draws_one_normal_of_the_model_shape():

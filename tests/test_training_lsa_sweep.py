@@ -1,4 +1,5 @@
-"""Tests of iclgd.training.lsa_sweep: Part I's configurations trained together on one stream of prompts."""
+"""Tests of iclgd.training.lsa_sweep: Part I's configurations trained together on one stream of
+prompts."""
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +10,7 @@ import iclgd
 from iclgd.training.lsa_sweep import LSASweep, SweepConfig, along_ones
 
 d, C, batch = 3, 5, 256
+
 CONFIGS = [
     SweepConfig(1, 4.0),
     SweepConfig(4, 4.0),

@@ -1,15 +1,9 @@
-"""Part II chapter 'The setting': Lemmas 4-5 in sympy (iclgd.symbolic.representation) and its
-figure (iclgd.plot.lemma5_check)."""
+"""Tests of iclgd.symbolic.representation: Lemmas 4-5 and Theorem 2's penalty of Yang et al. in
+sympy."""
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 import sympy as sp
 
-from iclgd import plot
 from iclgd.symbolic import representation as SR
 
 
@@ -45,16 +39,13 @@ def test_lemma5_minimum_singular_and_bad_input():
         SR.lemma4_expr(0, 2)
 
 
-def test_lemma5_check_figure_and_bad_input():
-    steps = np.arange(5) * 10
-    fig = plot.lemma5_check(
-        {"a": (1.0, 0.01)}, {"x": 1.0, "y": 0.5}, steps, np.logspace(0, -4, 5), np.ones(5)
-    )
-    assert len(fig.axes) == 2
-    plt.close(fig)
-    with pytest.raises(ValueError, match="positive"):
-        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.zeros(5), np.ones(5))
-    with pytest.raises(ValueError, match="same length"):
-        plot.lemma5_check({"a": (1.0, 0.1)}, {"x": 1.0}, steps, np.ones(4), np.ones(5))
-    with pytest.raises(ValueError, match="non-empty"):
-        plot.lemma5_check({}, {"x": 1.0}, steps, np.ones(5), np.ones(5))
+def test_theorem2_penalty_is_m_tau_over_N():
+    lem = SR.lemma5_expr(1, 2, 3)  # m = 1, N = 2, K = 3
+    res = SR.theorem2_penalty(lem, [[1, 2, -1]])
+    assert res.copies_prompt
+    assert res.solutions == [lem.tau / 2]  # m tau / N, not tau (eq. 25)
+    at = {res.rho: lem.tau / 2}
+    diff = (res.y_model - res.y_ridge.subs(at)).applyfunc(sp.cancel)
+    assert diff == sp.zeros(1, 3)
+    with pytest.raises(ValueError, match="Z_hat"):
+        SR.theorem2_penalty(lem, [[1, 2]])
