@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Record a paper-scale run of chapters into ``book/_generated/paper_runs.json`` (status page).
 
 The committed notebooks hold their ``ci``-scale outputs (nbval re-executes them at that scale). A
@@ -8,17 +7,32 @@ run at ``ICLGD_SCALE=paper`` is made on a copy of the book, for example a git wo
     ICLGD_SCALE=paper python scripts/execute_notebooks.py --scale paper book/part3/gdpp.ipynb
 
 This script then copies, from each executed copy, what a reader needs to see the paper-scale
-result: the execution record (``metadata.iclgd.execution``: scale, wall time, date, cores,
-versions), the device it ran on (``--device``), the commit of the copy, each code cell's printed
-text (stdout and ``text/plain`` results; glue outputs left out) and its figures, written as PNG
-files under ``book/_generated/paper_runs/``. The status page shows them (``{iclgd-paper-runs}``,
-``book/_ext/iclgd_sphinx.py``). Nothing is typed by hand: every number comes from the executed
-cells.
+result. Each chapter's record (``"format": 2``) holds:
+
+* ``device`` (``--device``), ``jax_version`` (from the execution record's versions), ``commit``
+  (of the copy) and ``recorded_at``;
+* ``code_sha256``: ``record_status.code_sha256`` of the copy, the sha256 of its code cells'
+  sources (``execute_notebooks.py`` changes no source, so it equals the committed notebook's of
+  that commit); :func:`freshness` compares it with the committed notebook: ``fresh``, ``stale``
+  (the chapter's code changed since the run) or ``missing``;
+* ``asserts``: per code cell with an ``assert``, ``{"cell", "held", "asserts", "error"}``
+  (:func:`assert_results`; ``held`` ``null``: not run, for example past the deadline);
+* ``execution``: the notebook's execution record (``metadata.iclgd.execution``: scale, wall time,
+  date, cores, versions, failed and not-run cells);
+* ``glue``: every glued value; ``cells``: each code cell's printed text (stdout and
+  ``text/plain`` results; glue outputs and errors left out) and its figures, written as PNG files
+  under ``book/_generated/paper_runs/``.
+
+Records written before format 2 read with ``code_sha256`` and ``asserts`` ``null`` (stale). The
+status page shows one table of every chapter and the cells' output in dropdowns
+(``{iclgd-paper-runs}``, ``book/_ext/iclgd_sphinx.py``). Nothing is typed by hand: every number
+comes from the executed cells.
 
 Usage::
 
     python scripts/record_paper_run.py --device "2 CPU cores (AMD EPYC), no GPU" \\
         /tmp/paper/book/part3/figs_1_2.ipynb /tmp/paper/book/part3/gdpp.ipynb
+    python scripts/record_paper_run.py --freshness   # fresh / stale / missing per chapter
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import argparse
 import ast
 import base64
 import json
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -36,6 +51,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 RUNS_JSON = REPO / "book" / "_generated" / "paper_runs.json"
 FIG_DIR = REPO / "book" / "_generated" / "paper_runs"
+FORMAT = 2  # of paper_runs.json: 2 added code_sha256, jax_version, asserts
+
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record_status  # noqa: E402  (sibling script: code_sha256, toc_notebooks, titles)
 
 
 def book_path(path: Path) -> str:
@@ -95,6 +115,87 @@ def cell_outputs(nb: dict, stem: str) -> tuple[list[dict[str, Any]], list[tuple[
     return cells, pngs
 
 
+def _first_line(text: str, limit: int = 300) -> str:
+    line = (text.strip().splitlines() or [""])[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_ASSERT_LINE = re.compile(r"^\s*assert\b")
+
+
+def assert_statements(source: str) -> list[str]:
+    """The ``assert`` statements of one cell's source, each on one line, in source order.
+
+    A cell that does not parse as Python (an IPython magic) falls back to its lines that start
+    with ``assert``.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str, got {type(source).__name__}")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return [line.strip() for line in source.splitlines() if _ASSERT_LINE.match(line)]
+    nodes = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Assert)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    out = []
+    for node in nodes:
+        segment = ast.get_source_segment(source, node) or ""
+        out.append(" ".join(line.strip() for line in segment.splitlines()))
+    return out
+
+
+def assert_results(nb: dict) -> list[dict[str, Any]]:
+    """Pass/fail of every asserting code cell of an executed notebook.
+
+    Cells are numbered as ``scripts/execute_notebooks.py`` numbers them: code cells only, from 1.
+    Each entry is ``{"cell": i, "held": h, "asserts": [statement, ...], "error": e}``:
+
+    * ``held`` ``True``, ``error`` ``None``: the cell ran to its end, so every assert held;
+    * ``held`` ``False``: the cell stopped on an error, ``error`` its one line
+      (``"AssertionError: ..."``, or another exception: the asserts after it were not reached);
+    * ``held`` ``None``: not run (the ``--deadline`` had passed, or the run was interrupted in
+      that cell): ``error`` says which.
+
+    A cell tagged ``raises-exception`` is expected to raise: its error does not count.
+
+    Args:
+        nb: an executed notebook as read by ``json.loads``; its ``metadata.iclgd.execution``
+            (``not_run_cells``, ``failed_cells``) is read where present.
+    """
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise TypeError("nb must be a notebook dict with a 'cells' list")
+    execution = (nb.get("metadata", {}).get("iclgd") or {}).get("execution") or {}
+    not_run = set(execution.get("not_run_cells") or [])
+    listed = {f["cell"]: f["error"] for f in execution.get("failed_cells") or []}
+    code = [c for c in nb["cells"] if c.get("cell_type") == "code"]
+    out: list[dict[str, Any]] = []
+    for i, cell in enumerate(code, start=1):
+        statements = assert_statements(_text(cell.get("source", "")))
+        if not statements:
+            continue
+        expected = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        held: bool | None
+        if i in not_run:
+            held, error = None, "not run: the deadline had passed"
+        elif cell.get("execution_count") is None and not cell.get("outputs"):
+            held, error = None, "not run"
+        elif errors and not expected:
+            name, value = errors[0].get("ename", "Error"), _text(errors[0].get("evalue", ""))
+            if name == "KeyboardInterrupt":
+                held, error = None, "not run to its end: interrupted at the deadline"
+            else:
+                held, error = False, _first_line(f"{name}: {value}")
+        elif i in listed and not expected:
+            held, error = False, _first_line(listed[i])
+        else:
+            held, error = True, None
+        out.append({"cell": i, "held": held, "asserts": statements, "error": error})
+    return out
+
+
 def commit_of(path: Path) -> str | None:
     try:
         out = subprocess.run(
@@ -108,31 +209,66 @@ def commit_of(path: Path) -> str | None:
     return out.stdout.strip() or None
 
 
-def load_runs(path: Path | None = None) -> dict[str, Any]:
-    path = RUNS_JSON if path is None else path  # read at call time (tests patch RUNS_JSON)
-    if not path.is_file():
-        return {"about": ABOUT, "runs": {}}
-    return json.loads(path.read_text(encoding="utf8"))
-
-
 ABOUT = (
     "Generated by scripts/record_paper_run.py from notebooks executed at ICLGD_SCALE=paper; "
-    "do not edit by hand."
+    "do not edit by hand. Each record: device, jax_version, commit, recorded_at, code_sha256 "
+    "(scripts/record_status.py:code_sha256 of the executed copy; null: recorded before format 2), "
+    "asserts (per asserting code cell: held true/false/null = not run; null: not recorded), "
+    "execution (the notebook's execution record), glue, cells (printed text and figures)."
 )
 
 
+def migrate(runs: dict[str, Any]) -> dict[str, Any]:
+    """``runs`` in the current :data:`FORMAT`: records written before format 2 get
+    ``code_sha256`` and ``asserts`` ``None`` (not recorded: such a record is stale) and their
+    ``jax_version`` from their execution record. Nothing else is added."""
+    if not isinstance(runs, dict) or not isinstance(runs.get("runs", {}), dict):
+        raise TypeError("runs must be a dict with a 'runs' dict (book/_generated/paper_runs.json)")
+    version = runs.get("format", 1)
+    if not isinstance(version, int) or version > FORMAT:
+        raise ValueError(f"paper_runs.json has format {version!r}; this script knows {FORMAT}")
+    out: dict[str, Any] = {"format": FORMAT, "about": ABOUT, "runs": {}}
+    for key, run in sorted((runs.get("runs") or {}).items()):
+        ex = run.get("execution") or {}
+        head = {k: run[k] for k in ("device", "commit", "recorded_at") if k in run}
+        head["jax_version"] = run.get("jax_version", (ex.get("versions") or {}).get("jax"))
+        head["code_sha256"] = run.get("code_sha256")
+        head["asserts"] = run.get("asserts")
+        out["runs"][key] = head | {k: v for k, v in run.items() if k not in head}
+    return out
+
+
+def load_runs(path: Path | None = None) -> dict[str, Any]:
+    """``book/_generated/paper_runs.json`` in the current format (an absent file: no runs)."""
+    path = RUNS_JSON if path is None else path  # read at call time (tests patch RUNS_JSON)
+    if not path.is_file():
+        return {"format": FORMAT, "about": ABOUT, "runs": {}}
+    return migrate(json.loads(path.read_text(encoding="utf8")))
+
+
+def write_runs(runs: dict[str, Any], path: Path | None = None) -> Path:
+    path = RUNS_JSON if path is None else path
+    text = json.dumps(migrate(runs), indent=1, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf8")
+    return path
+
+
 def record(paths: list[Path], device: str, commit: str | None = None) -> dict[str, Any]:
+    """Record the executed copies ``paths`` (each ``.../book/<chapter>.ipynb`` run at paper
+    scale) into ``book/_generated/paper_runs.json`` and their figures into ``FIG_DIR``."""
+    if not isinstance(device, str) or not device.strip():
+        raise ValueError("device must name the machine, e.g. '1 NVIDIA H100'")
     runs = load_runs()
     FIG_DIR.mkdir(parents=True, exist_ok=True)
     for path in paths:
-        nb = json.loads(path.read_text(encoding="utf8"))
+        nb = json.loads(Path(path).read_text(encoding="utf8"))
         execution = (nb.get("metadata", {}).get("iclgd") or {}).get("execution") or {}
         if execution.get("scale") != "paper":
             raise ValueError(
                 f"{path}: its execution record says scale {execution.get('scale')!r}; run it with "
                 "scripts/execute_notebooks.py --scale paper first"
             )
-        key = book_path(path)
+        key = book_path(Path(path))
         if not (REPO / key).is_file():
             raise ValueError(f"{path}: the book has no notebook {key}")
         stem = Path(key).with_suffix("").as_posix().removeprefix("book/").replace("/", "-")
@@ -143,19 +279,93 @@ def record(paths: list[Path], device: str, commit: str | None = None) -> dict[st
             (FIG_DIR / name).write_bytes(data)
         runs["runs"][key] = {
             "device": device,
-            "commit": commit or commit_of(path),
+            "commit": commit or commit_of(Path(path)),
             "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "jax_version": (execution.get("versions") or {}).get("jax"),
+            "code_sha256": record_status.code_sha256(nb),
+            "asserts": assert_results(nb),
             "execution": execution,
             "glue": glued(nb),
             "cells": cells,
         }
-    runs["about"] = ABOUT
-    runs["runs"] = dict(sorted(runs["runs"].items()))
-    RUNS_JSON.write_text(json.dumps(runs, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
-    return runs
+    write_runs(runs)
+    return load_runs()
+
+
+def chapter_notebooks() -> dict[str, Path]:
+    """``{"book/....ipynb": path}`` of the chapters in ``_toc.yml``, in book order."""
+    return {p.relative_to(REPO).as_posix(): p for p in record_status.toc_notebooks()}
+
+
+def freshness(runs: dict[str, Any], chapters: dict[str, Path] | None = None) -> dict[str, str]:
+    """``{chapter: "fresh" | "stale" | "missing"}`` for every chapter, in book order.
+
+    ``fresh``: the record's ``code_sha256`` equals the committed notebook's; ``stale``: the
+    chapter's code changed since the run (a record without ``code_sha256``, written before
+    format 2, is stale); ``missing``: no record.
+
+    Args:
+        runs: content of ``book/_generated/paper_runs.json`` (:func:`load_runs`).
+        chapters: ``{key: committed notebook path}``; default the chapters of ``_toc.yml``.
+    """
+    if not isinstance(runs, dict):
+        raise TypeError(f"runs must be a dict, got {type(runs).__name__}")
+    chapters = chapter_notebooks() if chapters is None else chapters
+    records = runs.get("runs") or {}
+    out = {}
+    for key, path in chapters.items():
+        run = records.get(key)
+        if run is None:
+            out[key] = "missing"
+        elif not run.get("code_sha256"):
+            out[key] = "stale"
+        else:
+            nb = json.loads(Path(path).read_text(encoding="utf8"))
+            out[key] = "fresh" if run["code_sha256"] == record_status.code_sha256(nb) else "stale"
+    return out
+
+
+def _cell_list(cells: list[int]) -> str:
+    """``[3, 4, 5, 8]`` -> ``"cells 3–5, 8"``; ``[8]`` -> ``"cell 8"``."""
+    groups: list[list[int]] = []
+    for c in sorted(cells):
+        if groups and c == groups[-1][-1] + 1:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    text = ", ".join(f"{g[0]}–{g[-1]}" if len(g) > 2 else ", ".join(map(str, g)) for g in groups)
+    return ("cells " if len(cells) > 1 else "cell ") + text
+
+
+def asserts_held(run: dict[str, Any]) -> str:
+    """The status table's "asserts held" of one record: ``"12 of 12"``,
+    ``"10 of 12: cells 8, 13 failed"``; from the execution record where the record predates
+    the per-assert list."""
+    asserts = run.get("asserts")
+    if asserts is None:
+        ex = run.get("execution") or {}
+        failed = sorted({f["cell"] for f in ex.get("failed_cells") or []})
+        not_run = ex.get("not_run_cells") or []
+        parts = [f"{_cell_list(failed)} failed"] if failed else []
+        parts += [f"{_cell_list(not_run)} not run (deadline)"] if not_run else []
+        return "older record, asserts not listed: " + ("; ".join(parts) or "no cell failed")
+    if not asserts:
+        return "no assert"
+    failed = [a["cell"] for a in asserts if a["held"] is False]
+    not_run = [a["cell"] for a in asserts if a["held"] is None]
+    held = sum(a["held"] is True for a in asserts)
+    parts = [f"{_cell_list(failed)} failed"] if failed else []
+    parts += [f"{_cell_list(not_run)} not run (deadline)"] if not_run else []
+    return f"{held} of {len(asserts)}" + (": " + "; ".join(parts) if parts else "")
+
+
+def _code(text: str) -> str:
+    return "`" + _first_line(str(text)).replace("`", "'") + "`"
 
 
 def _result(execution: dict[str, Any]) -> str:
+    """One line per failure of an execution record (errors as code), NameErrors that follow a
+    failure counted, not repeated."""
     failed = execution.get("failed_cells") or []
     not_run = execution.get("not_run_cells") or []
     if not failed and not not_run:
@@ -163,91 +373,129 @@ def _result(execution: dict[str, Any]) -> str:
     # a NameError after an earlier failure is that failure's consequence: count, do not repeat
     first = failed[0]["cell"] if failed else 0
     follow = [f["cell"] for f in failed if f["cell"] > first and f["error"].startswith("NameError")]
-    parts = [f"cell {f['cell']} failed: {f['error']}" for f in failed if f["cell"] not in follow]
+    parts = [
+        f"cell {f['cell']} failed: {_code(f['error'])}" for f in failed if f["cell"] not in follow
+    ]
     if follow:
         parts.append(
             f"{len(follow)} later cell(s) ({', '.join(map(str, follow))}) failed with a NameError "
             "for want of what a failed cell defines"
         )
     if not_run:
-        parts.append(
-            f"stopped at the machine's time limit: cells {not_run[0]}–{not_run[-1]} not run"
-            if len(not_run) > 1
-            else f"stopped at the machine's time limit: cell {not_run[0]} not run"
-        )
+        parts.append(f"stopped at the machine's time limit: {_cell_list(not_run)} not run")
     return "; ".join(parts)
 
 
-def render_markdown(runs: dict[str, Any], link_for: Any = None) -> str:
-    """MyST markdown of ``book/_generated/paper_runs.json`` for the status page.
+FRESHNESS_TEXT = {
+    "fresh": "fresh",
+    "stale": "**stale**",
+    "missing": "no record",
+}
+
+
+def render_markdown(
+    runs: dict[str, Any], link_for: Any = None, chapters: dict[str, Path] | None = None
+) -> str:
+    """MyST markdown of ``book/_generated/paper_runs.json`` for the status page: one table
+    (chapter, scale, device, date, fresh/stale, asserts held), then per recorded chapter its
+    failures (one line each) and one dropdown per cell with what it printed and drew.
 
     Args:
-        runs: content of ``book/_generated/paper_runs.json``.
+        runs: content of ``book/_generated/paper_runs.json`` (:func:`load_runs`).
         link_for: optional callable mapping a notebook's repository path to a MyST link target.
+        chapters: ``{key: committed notebook path}``; default the chapters of ``_toc.yml``.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import record_status  # sibling script
-
-    entries = runs.get("runs") or {}
-    if not entries:
-        return "No paper-scale run has been recorded yet."
-    titles, ci_glue = {}, {}
-    for key in entries:
-        path = REPO / key
-        nb = json.loads(path.read_text(encoding="utf8")) if path.is_file() else {}
+    runs = migrate(runs)
+    chapters = chapter_notebooks() if chapters is None else chapters
+    entries = runs["runs"]
+    keys = list(chapters) + [k for k in entries if k not in chapters]
+    fresh = freshness(runs, chapters)
+    titles = {}
+    for key in keys:
+        path = chapters.get(key, REPO / key)
+        nb = json.loads(Path(path).read_text(encoding="utf8")) if Path(path).is_file() else {}
         titles[key] = record_status.notebook_title(nb) or key
-        ci_glue[key] = glued(nb)
-    lines = [
-        "| chapter | device | executed (UTC) | wall time | commit | result |",
+    cell = record_status._cell
+    lines = [  # book/status.md explains the columns
+        "| chapter | scale | device | executed (UTC) | record | asserts held |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for key, run in entries.items():
-        ex = run.get("execution") or {}
+    for key in keys:
         target = link_for(key) if link_for else None
-        name = record_status._cell(titles[key])
+        name = cell(titles[key])
         chapter = f"[{name}]({target})" if target else name
-        when = (ex.get("executed_at") or "–").replace("T", " ").removesuffix("Z")
-        lines.append(
-            f"| {chapter} | {record_status._cell(run.get('device', '–'))} | {when} | "
-            f"{record_status._fmt_seconds(ex.get('wall_time_s'))} | "
-            f"`{run.get('commit') or '–'}` | {record_status._cell(_result(ex))} |"
+        run = entries.get(key)
+        if run is None:
+            lines.append(f"| {chapter} | `ci` only | – | – | no record | – |")
+            continue
+        ex = run.get("execution") or {}
+        device = str(run.get("device") or "–")
+        jax = run.get("jax_version")
+        if jax and jax not in device:
+            device += f"; JAX {jax}"
+        when = str(ex.get("executed_at") or run.get("recorded_at") or "–")
+        when = when.replace("T", " ").removesuffix("Z")[:16]
+        if run.get("commit"):
+            when += f", commit `{run['commit']}`"
+        scale = (
+            f"`{cell(ex.get('scale', '?'))}`, {record_status._fmt_seconds(ex.get('wall_time_s'))}"
         )
-    for key, run in entries.items():
-        lines += ["", f"**{record_status._cell(titles[key])}** at `ICLGD_SCALE=paper`", ""]
-        if run.get("glue"):
-            lines += [
-                "| glued number | `ci` (the chapter) | `paper` (this run) |",
-                "| --- | --- | --- |",
-            ]
-            for name, val in run["glue"].items():
-                ci = ci_glue[key].get(name, "–")
-                lines.append(
-                    f"| `{name}` | {record_status._cell(ci)} | {record_status._cell(val)} |"
-                )
-            lines.append("")
-        lines += ["`````{dropdown} What its cells printed and drew", ""]
+        state = FRESHNESS_TEXT.get(fresh.get(key, "stale"), "**stale**")
+        lines.append(
+            f"| {chapter} | {scale} | {cell(device)} | {cell(when)} | {state} "
+            f"| {cell(asserts_held(run))} |"
+        )
+    for key in keys:
+        run = entries.get(key)
+        if run is None:
+            continue
+        ex = run.get("execution") or {}
+        lines += ["", f"**{cell(titles[key])}** at paper scale: {_result(ex)}.", ""]
+        failed = {a["cell"] for a in run.get("asserts") or [] if a["held"] is False}
+        failed |= {f["cell"] for f in ex.get("failed_cells") or []}
         for c in run.get("cells", []):
-            lines.append(f"Cell {c['cell']}:")
-            lines.append("")
+            mark = " (failed)" if c["cell"] in failed else ""
+            label = f"{titles[key]}, cell {c['cell']}{mark}"
+            lines += [f"`````{{dropdown}} {label}", ""]
             if c.get("text"):
                 lines += ["````text", c["text"], "````", ""]
             for fig in c.get("figures", []):
                 lines += [f"![cell {c['cell']}, paper scale]({fig})", ""]
-        lines += ["`````"]
-    return "\n".join(lines) + "\n"
+            lines += ["`````", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("notebooks", nargs="+", type=Path, help="notebooks executed at paper scale")
-    ap.add_argument("--device", required=True, help='e.g. "1 NVIDIA H100" or "2 CPU cores"')
+    ap.add_argument("notebooks", nargs="*", type=Path, help="notebooks executed at paper scale")
+    ap.add_argument("--device", help='e.g. "1 NVIDIA H100" or "2 CPU cores"')
     ap.add_argument(
         "--commit",
         default=None,
         help="the commit the copy was made from, where the copy is not a git checkout "
         "(default: the copy's HEAD)",
     )
+    ap.add_argument(
+        "--freshness",
+        action="store_true",
+        help="print fresh / stale / missing for every chapter of _toc.yml and exit",
+    )
+    ap.add_argument(
+        "--migrate",
+        action="store_true",
+        help=f"rewrite book/_generated/paper_runs.json in format {FORMAT} (no new data) and exit",
+    )
     a = ap.parse_args(argv)
+    if a.freshness:
+        for key, state in freshness(load_runs()).items():
+            print(f"{state:8} {key}")
+        return 0
+    if a.migrate:
+        write_runs(load_runs())
+        print(f"wrote {RUNS_JSON.relative_to(REPO)} (format {FORMAT})")
+        return 0
+    if not a.notebooks or not a.device:
+        ap.error("give the executed notebooks and --device (or --freshness / --migrate)")
     try:
         record(a.notebooks, a.device, a.commit)
     except ValueError as e:

@@ -35,6 +35,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -120,6 +121,33 @@ def notebook_title(nb: dict) -> str | None:
             if line.startswith("# "):
                 return line[2:].strip()
     return None
+
+
+#: What ``code_sha256`` puts between two code cells' sources (a line no chapter writes).
+CODE_CELL_SEPARATOR = "\n# ---- iclgd: next code cell ----\n"
+
+
+def code_sha256(nb: dict) -> str:
+    """sha256 (hex) of a notebook's code: the sources of its code cells, in order.
+
+    The one definition of "the chapter's code" for the paper-scale records
+    (``scripts/record_paper_run.py``): code cells only, each source as written (a list of lines
+    is joined), joined with :data:`CODE_CELL_SEPARATOR`; outputs, execution counts, metadata and
+    markdown cells are left out. ``scripts/execute_notebooks.py`` changes no source, so a
+    committed notebook and any executed copy of it give the same hash.
+
+    Args:
+        nb: a notebook as read by ``json.loads`` (nbformat 4).
+    """
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise TypeError("nb must be a notebook dict with a 'cells' list")
+    sources = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        sources.append("".join(source) if isinstance(source, list) else str(source))
+    return hashlib.sha256(CODE_CELL_SEPARATOR.join(sources).encode("utf8")).hexdigest()
 
 
 def notebook_record(path: Path) -> dict[str, Any]:

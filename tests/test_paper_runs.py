@@ -52,27 +52,40 @@ def test_record_and_render(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "runs.json").read_text())["runs"].keys() == {
         "book/part3/gdpp.ipynb"
     }
+    assert (
+        runs["format"] == rpr.FORMAT and run["jax_version"] == run["execution"]["versions"]["jax"]
+    )
+    committed = json.loads((REPO / "book/part3/gdpp.ipynb").read_text(encoding="utf8"))
+    assert run["code_sha256"] == record_status.code_sha256(committed)  # the copy's code
+    assert run["asserts"] and all(a["held"] is True for a in run["asserts"])
+    assert rpr.freshness(runs)["book/part3/gdpp.ipynb"] == "fresh"
     md = rpr.render_markdown(runs, link_for=lambda p: "/" + p)
-    title = record_status.notebook_title(json.loads((REPO / "book/part3/gdpp.ipynb").read_text()))
-    assert f"[{title}](/book/part3/gdpp.ipynb) | 2 CPU cores |" in md
-    assert "1 h 06 min" in md and "loss 0.123" in md and "part3-gdpp-1.png" in md
+    title = record_status.notebook_title(committed)
+    n = len(run["asserts"])
+    assert f"| [{title}](/book/part3/gdpp.ipynb) | `paper`, 1 h 06 min | 2 CPU cores; JAX " in md
+    assert f"| fresh | {n} of {n} |" in md
+    assert "loss 0.123" in md and "part3-gdpp-1.png" in md
+    assert f"`````{{dropdown}} {title}, cell 2\n" in md  # labelled by title and cell, not glue
     assert "every cell ran, every assert held" in md
-    assert run["glue"]["x"] == "0.5" and "| `x` | – | 0.5 |" in md
-    ci = rpr.glued(json.loads((REPO / "book/part3/gdpp.ipynb").read_text()))
-    assert f"| `p3g_steps` | {ci['p3g_steps']} |" in md
+    assert run["glue"]["x"] == "0.5" and "`x`" not in md and "p3g_steps" not in md
     run["execution"]["failed_cells"] = [{"cell": 5, "error": "AssertionError: "}]
-    assert "cell 5 failed: AssertionError" in rpr.render_markdown(runs)
-    assert rpr.render_markdown({"runs": {}}) == "No paper-scale run has been recorded yet."
+    assert "cell 5 failed: `AssertionError:`" in rpr.render_markdown(runs)
+    empty = rpr.render_markdown({"runs": {}})
+    assert "| no record | – |" in empty and "| fresh |" not in empty
     with pytest.raises(ValueError, match="not inside a book/ folder"):
         rpr.book_path(tmp_path / "x.ipynb")
 
 
 def test_committed_paper_runs_are_consistent():
+    raw = json.loads(rpr.RUNS_JSON.read_text(encoding="utf8"))
+    assert raw["format"] == rpr.FORMAT and rpr.migrate(raw) == raw  # written in this format
     runs = rpr.load_runs()
     toc = {p.relative_to(REPO).as_posix() for p in record_status.toc_notebooks()}
     for key, run in runs["runs"].items():
         assert key in toc, key
         assert run["execution"]["scale"] == "paper"
+        assert run["jax_version"] == run["execution"]["versions"]["jax"]
+        assert run["code_sha256"] is None or len(run["code_sha256"]) == 64
         for cell in run["cells"]:
             for fig in cell["figures"]:
                 assert (REPO / "book" / fig).is_file(), fig
@@ -91,6 +104,7 @@ def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
     )
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, path)
+    before = path.read_text(encoding="utf8")
     wall, failed = execute_notebooks.execute_one(
         path, timeout=120, kernel=None, scale="ci", allow_errors=True
     )
@@ -98,6 +112,12 @@ def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
     out = nbformat.read(path, as_version=4)
     assert out.cells[3].outputs[0]["text"] == "3\n"  # ran on after the failure
     assert out.metadata["iclgd"]["execution"]["failed_cells"] == failed
+    # executing changes no source: the executed copy's code hash is the committed notebook's
+    executed = json.loads(path.read_text(encoding="utf8"))
+    assert record_status.code_sha256(executed) == record_status.code_sha256(json.loads(before))
+    assert rpr.assert_results(executed) == [
+        {"cell": 2, "held": False, "asserts": ["assert 1 == 2, 'x'"], "error": "AssertionError: x"}
+    ]
 
 
 def test_execute_deadline_interrupts_the_running_cell_and_skips_the_rest(tmp_path):
@@ -140,5 +160,197 @@ def test_result_column_counts_follow_on_name_errors_and_the_deadline():
             "not_run_cells": [8, 9, 10],
         }
     )
-    assert res.startswith("cell 3 failed: AssertionError: 3e-05; 2 later cell(s) (5, 7)")
+    assert res.startswith("cell 3 failed: `AssertionError: 3e-05`; 2 later cell(s) (5, 7)")
     assert res.endswith("stopped at the machine's time limit: cells 8–10 not run")
+
+
+def _code_cell(source, outputs=(), count=1, tags=()):
+    cell = {"cell_type": "code", "source": source, "outputs": list(outputs)}
+    cell["execution_count"] = count
+    cell["metadata"] = {"tags": list(tags)} if tags else {}
+    return cell
+
+
+def _md(source):
+    return {"cell_type": "markdown", "source": source, "metadata": {}}
+
+
+def _error(ename, evalue):
+    tb = ["\x1b[0;31mTraceback (most recent call last)\x1b[0m", f"{ename}: {evalue}"]
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": tb}
+
+
+def _notebook(cells, execution=None):
+    meta = {"iclgd": {"execution": execution}} if execution is not None else {}
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_code_sha256_depends_on_code_sources_only():
+    nb = json.loads((REPO / "book/part3/gdpp.ipynb").read_text(encoding="utf8"))
+    h = record_status.code_sha256(nb)
+    assert len(h) == 64 and h == record_status.code_sha256(json.loads(json.dumps(nb)))
+    same = json.loads(json.dumps(nb))
+    code = [c for c in same["cells"] if c["cell_type"] == "code"]
+    code[0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "other\n"}]
+    code[1]["execution_count"] = 99
+    code[2]["metadata"] = {"tags": ["hide-input"]}
+    same["metadata"]["iclgd"]["execution"]["wall_time_s"] = 1.0
+    md = next(c for c in same["cells"] if c["cell_type"] == "markdown")
+    md["source"] = "# another title"
+    assert record_status.code_sha256(same) == h  # outputs, metadata, markdown: same hash
+    joined = json.loads(json.dumps(nb))
+    for c in joined["cells"]:  # a source as one string or as a list of lines: same code
+        c["source"] = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+    assert record_status.code_sha256(joined) == h
+    changed = json.loads(json.dumps(nb))
+    cell = [c for c in changed["cells"] if c["cell_type"] == "code"][3]
+    cell["source"] = "".join(cell["source"]) + " "
+    assert record_status.code_sha256(changed) != h  # one character of code: another hash
+    split = _notebook([_code_cell("a = 1\nb = 2")])
+    assert record_status.code_sha256(split) != record_status.code_sha256(
+        _notebook([_code_cell("a = 1"), _code_cell("b = 2")])
+    )  # where cells begin is part of the code
+    with pytest.raises(TypeError, match="nb must be a notebook"):
+        record_status.code_sha256([])
+
+
+def test_assert_results_held_failed_not_run_and_other_errors():
+    cells = [
+        _md("# T"),
+        _code_cell("x = 1\nprint(x)", [{"output_type": "stream", "name": "stdout", "text": "1"}]),
+        _code_cell("assert x == 1\nfor i in range(2):\n    assert i < 2, i"),  # held
+        _code_cell(
+            "assert x == 2, (\n    x,\n    'two',\n)", [_error("AssertionError", "(1, 'two')")]
+        ),
+        _code_cell("y = z\nassert y", [_error("NameError", "name 'z' is not defined")]),
+        _code_cell("import time\ntime.sleep(9)\nassert x", [_error("KeyboardInterrupt", "")]),
+        _code_cell("assert x > 0", count=None),  # past the deadline: listed as not run
+        _code_cell("assert x > 1", count=None),  # never executed
+        _code_cell(
+            "raise ValueError\nassert x", [_error("ValueError", "")], tags=["raises-exception"]
+        ),
+        _code_cell("%time assert x == 1"),  # not Python: lines that start with assert only
+        _code_cell("# no assert here\nprint('assertion')"),
+    ]
+    nb = _notebook(cells, {"scale": "paper", "not_run_cells": [6]})
+    res = rpr.assert_results(nb)
+    assert [r["cell"] for r in res] == [2, 3, 4, 5, 6, 7, 8]  # code cells numbered from 1
+    by = {r["cell"]: r for r in res}
+    assert by[2] == {
+        "cell": 2,
+        "held": True,
+        "asserts": ["assert x == 1", "assert i < 2, i"],
+        "error": None,
+    }
+    assert by[3]["held"] is False and by[3]["error"] == "AssertionError: (1, 'two')"
+    assert by[3]["asserts"] == ["assert x == 2, ( x, 'two', )"]  # one line per statement
+    assert by[4]["held"] is False and by[4]["error"] == "NameError: name 'z' is not defined"
+    assert by[5]["held"] is None and "interrupted at the deadline" in by[5]["error"]
+    assert by[6]["held"] is None and by[6]["error"] == "not run: the deadline had passed"
+    assert by[7]["held"] is None and by[7]["error"] == "not run"
+    assert by[8]["held"] is True  # the expected error of a raises-exception cell
+    assert rpr.assert_statements("%time assert x == 1\n  assert y") == ["assert y"]
+    assert (
+        rpr.asserts_held({"asserts": res})
+        == "2 of 7: cells 3, 4 failed; cells 5–7 not run (deadline)"
+    )
+    assert rpr.asserts_held({"asserts": res[:1]}) == "1 of 1"
+    assert rpr.asserts_held({"asserts": []}) == "no assert"
+    assert rpr.asserts_held({"asserts": None, "execution": {}}).endswith("no cell failed")
+    long = _notebook([_code_cell("assert 0", [_error("AssertionError", "a\nb" + "c" * 400)])])
+    assert rpr.assert_results(long)[0]["error"] == "AssertionError: a"  # its first line only
+    with pytest.raises(TypeError, match="source must be a str"):
+        rpr.assert_statements(None)
+
+
+def _chapters(tmp_path):
+    paths = {}
+    for name, code in (("a", "assert 1"), ("b", "assert 2"), ("c", "assert 3"), ("d", "x = 4")):
+        path = tmp_path / "book" / f"{name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nb = _notebook([_md(f"# Chapter {name.upper()}"), _code_cell(code)])
+        path.write_text(json.dumps(nb), encoding="utf8")
+        paths[f"book/{name}.ipynb"] = path
+    return paths
+
+
+def _run(code_sha256, **fields):
+    ex = {"scale": "paper", "executed_at": "2026-11-26T04:05:00Z", "wall_time_s": 75.0}
+    ex["versions"] = {"jax": "0.11.2"}
+    return {
+        "device": "1 NVIDIA H100",
+        "commit": "abc1234",
+        "recorded_at": "2026-11-26T05:00:00Z",
+        "code_sha256": code_sha256,
+        "execution": ex,
+        "glue": {"p9_secret_key": "0.136"},
+        "cells": [],
+    } | fields
+
+
+def test_freshness_fresh_stale_missing_and_old_records(tmp_path):
+    chapters = _chapters(tmp_path)
+    h = {k: record_status.code_sha256(json.loads(p.read_text())) for k, p in chapters.items()}
+    old = _run(None)
+    del old["code_sha256"]
+    runs = {
+        "runs": {
+            "book/a.ipynb": _run(h["book/a.ipynb"]),  # recorded from this code
+            "book/b.ipynb": _run(h["book/a.ipynb"]),  # recorded from other code
+            "book/d.ipynb": old,  # format 1: no hash
+        }
+    }
+    assert rpr.freshness(runs, chapters) == {
+        "book/a.ipynb": "fresh",
+        "book/b.ipynb": "stale",
+        "book/c.ipynb": "missing",
+        "book/d.ipynb": "stale",
+    }
+    migrated = rpr.migrate(runs)
+    assert migrated["format"] == rpr.FORMAT
+    assert migrated["runs"]["book/d.ipynb"]["code_sha256"] is None
+    assert migrated["runs"]["book/d.ipynb"]["asserts"] is None
+    assert migrated["runs"]["book/d.ipynb"]["jax_version"] == "0.11.2"
+    assert rpr.migrate(migrated) == migrated
+    assert rpr.freshness(migrated, chapters)["book/d.ipynb"] == "stale"
+    with pytest.raises(ValueError, match="format 3"):
+        rpr.migrate({"format": 3, "runs": {}})
+    with pytest.raises(TypeError, match="runs must be a dict"):
+        rpr.freshness([], chapters)
+
+
+def test_status_table_names_chapters_not_glue_keys_and_no_tracebacks(tmp_path):
+    chapters = _chapters(tmp_path)
+    h = record_status.code_sha256(json.loads(chapters["book/a.ipynb"].read_text()))
+    asserts = [
+        {"cell": 1, "held": True, "asserts": ["assert 1"], "error": None},
+        {"cell": 2, "held": False, "asserts": ["assert x"], "error": "AssertionError: 0.136"},
+        {"cell": 3, "held": False, "asserts": ["assert y"], "error": "NameError: name 'x'"},
+    ]
+    failed = [{"cell": 2, "error": "AssertionError: 0.136"}, {"cell": 3, "error": "NameError: x"}]
+    a = _run(h, asserts=asserts, cells=[{"cell": 2, "text": "loss 0.136", "figures": []}])
+    a["execution"]["failed_cells"] = failed
+    runs = {"runs": {"book/a.ipynb": a, "book/b.ipynb": _run(None)}}
+    md = rpr.render_markdown(runs, link_for=lambda p: "/" + p, chapters=chapters)
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| chapter | scale | device | executed (UTC) | record | asserts held |"
+    assert rows[2] == (
+        "| [Chapter A](/book/a.ipynb) | `paper`, 1 min 15 s | 1 NVIDIA H100; JAX 0.11.2 "
+        "| 2026-11-26 04:05, commit `abc1234` | fresh | 1 of 3: cells 2, 3 failed |"
+    )
+    assert rows[3].startswith("| [Chapter B](/book/b.ipynb) |") and "| **stale** |" in rows[3]
+    assert "| older record, asserts not listed: no cell failed |" in rows[3]
+    assert rows[4] == "| [Chapter C](/book/c.ipynb) | `ci` only | – | – | no record | – |"
+    assert "cell 2 failed: `AssertionError: 0.136`" in md  # one error line per failed cell
+    assert "`````{dropdown} Chapter A, cell 2 (failed)\n" in md and "loss 0.136" in md
+    assert "p9_secret_key" not in md and "Traceback" not in md and "\x1b" not in md
+
+
+def test_committed_status_table_shows_no_glue_key_or_traceback():
+    runs = rpr.load_runs()
+    md = rpr.render_markdown(runs)
+    for run in runs["runs"].values():
+        for name in run["glue"]:
+            assert f"`{name}`" not in md, name
+    assert "Traceback" not in md and "\x1b" not in md
+    assert md.count("| no record |") == list(rpr.freshness(runs).values()).count("missing")

@@ -23,7 +23,8 @@
    ```
    ````
        the paper-scale runs of ``book/_generated/paper_runs.json``
-       (``scripts/record_paper_run.py``).
+       (``scripts/record_paper_run.py``): one table of every chapter (scale, device, date,
+       fresh / stale, asserts held), then each recorded cell's output in a dropdown.
 
    ````md
    ```{iclgd-macros}
@@ -144,6 +145,8 @@ def _status_markdown(app: Sphinx) -> str:
 
 def _paper_runs_markdown(app: Sphinx) -> str:
     app.env.note_dependency(str(record_paper_run.RUNS_JSON))
+    for path in record_paper_run.chapter_notebooks().values():  # fresh / stale: their code
+        app.env.note_dependency(str(path))
     found = app.env.found_docs
     link_for = lambda p: "/" + p if p.rsplit(".", 1)[0] in found else None  # noqa: E731
     return record_paper_run.render_markdown(record_paper_run.load_runs(), link_for=link_for)
