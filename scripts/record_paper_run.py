@@ -146,6 +146,14 @@ def assert_statements(source: str) -> list[str]:
     return out
 
 
+def _failing_line(traceback: list) -> str | None:
+    """The source line IPython marks with ``--->`` in the innermost frame of the chapter's cell
+    (ANSI colours removed), e.g. ``assert np.all(train_end < exact_tr)``; ``None`` if absent."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(_text(t) for t in traceback))
+    marked = re.findall(r"^-+>\s*\d+\s(.*)$", text, flags=re.M)
+    return " ".join(marked[0].split()) if marked else None
+
+
 def assert_results(nb: dict) -> list[dict[str, Any]]:
     """Pass/fail of every asserting code cell of an executed notebook.
 
@@ -187,7 +195,10 @@ def assert_results(nb: dict) -> list[dict[str, Any]]:
             if name == "KeyboardInterrupt":
                 held, error = None, "not run to its end: interrupted at the deadline"
             else:
-                held, error = False, _first_line(f"{name}: {value}")
+                # a bare AssertionError says nothing: name the line that failed
+                where = None if value.strip() else _failing_line(errors[0].get("traceback") or [])
+                what = f"{name}: {value}" if value.strip() else name
+                held, error = False, _first_line(what + (f" at `{where}`" if where else ""))
         elif i in listed and not expected:
             held, error = False, _first_line(listed[i])
         else:

@@ -354,3 +354,19 @@ def test_committed_status_table_shows_no_glue_key_or_traceback():
             assert f"`{name}`" not in md, name
     assert "Traceback" not in md and "\x1b" not in md
     assert md.count("| no record |") == list(rpr.freshness(runs).values()).count("missing")
+
+
+def test_an_assert_without_message_is_named_by_its_line():
+    """``assert a < b`` raises a bare AssertionError: the record names the failing line, read from
+    the line IPython marks with ``--->`` (colours removed)."""
+    err = _error("AssertionError", "")
+    err["traceback"] = [
+        "\x1b[31mAssertionError\x1b[39m  Traceback (most recent call last)",
+        "\x1b[32m      1\x1b[39m x = 3\n"
+        "\x1b[32m---> 2\x1b[39m \x1b[38;5;28;01massert\x1b[39;00m x < 1",
+        "\x1b[31mAssertionError\x1b[39m: ",
+    ]
+    nb = _notebook([_code_cell("x = 3\nassert x < 1", [err])])
+    assert rpr.assert_results(nb)[0]["error"] == "AssertionError at `assert x < 1`"
+    plain = _notebook([_code_cell("assert 0", [_error("AssertionError", "")])])
+    assert rpr.assert_results(plain)[0]["error"] == "AssertionError"  # no traceback: the name
