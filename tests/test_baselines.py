@@ -8,10 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _data import regression_tasks
 
 from iclgd import baselines, exact, metrics, tasks
 from iclgd.baselines import ridge_weights
-from iclgd.tasks import TaskBatch, embed_zero_query
+from iclgd.tasks import embed_zero_query
 
 
 def _prior(d=3, w=1.0, **kw):
@@ -60,27 +61,6 @@ def test_ridge_matches_numpy():
 RTOL = 1e-10
 
 
-def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3) -> TaskBatch:
-    """Random prompts, x ~ N(0, Sigma) with an anisotropic Sigma, noisy
-    labels (Lemma 2 needs neither).
-
-    Drawn with numpy: sampling with JAX would compile a kernel per shape,
-    which dominates the run time.
-    """
-    rng = np.random.default_rng(seed)
-    F = rng.normal(size=(d, d)) / np.sqrt(d) + 0.7 * np.eye(d)  # Sigma = F F^T
-    xs = rng.normal(size=(B, n + 1, d)) @ F.T
-    w = rng.normal(size=(B, d))
-    ys = np.einsum("bcd,bd->bc", xs, w) + noise_std * rng.normal(size=(B, n + 1))
-    return TaskBatch(
-        X=jnp.asarray(xs[:, :n]),
-        y=jnp.asarray(ys[:, :n]),
-        x_q=jnp.asarray(xs[:, n]),
-        y_target=jnp.asarray(ys[:, n]),
-        w=jnp.asarray(w),
-    )
-
-
 def _close(a, b, rtol: float = RTOL) -> None:
     a, b = np.asarray(a), np.asarray(b)
     assert a.dtype == np.float64 and b.dtype == np.float64
@@ -90,7 +70,7 @@ def _close(a, b, rtol: float = RTOL) -> None:
 
 def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
     """A_l = -gamma I gives w_{l+1} = w_l - gamma (1/n) X^T (X w_l - y), all n examples used."""
-    t = _tasks(5)
+    t = regression_tasks(5)
     X, y = np.asarray(t.X), np.asarray(t.y)
     n, d = X.shape[1:]
     gamma = 0.3
@@ -104,7 +84,7 @@ def test_preconditioned_gd_is_plain_gd_for_scaled_identity():
 
 
 def _small():
-    t = _tasks(70, B=2, n=3, d=2)
+    t = regression_tasks(70, B=2, n=3, d=2)
     return t, embed_zero_query(t)
 
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _data import numpy_spec
 
 import iclgd
 from iclgd import baselines, exact, metrics, tasks, training
@@ -53,16 +54,6 @@ def test_zeta0_needs_H_at_least_N(spec, params):
     assert float(exact.zeta0(many, spec)) > 1e-4
 
 
-def _rng_spec(seed, K, d, m, N, tau):
-    """A spec from NumPy randomness (cheap: no extra threefry compilation)."""
-    rng = np.random.default_rng(seed)
-    t = rng.standard_normal((K, d))
-    t /= np.linalg.norm(t, axis=1, keepdims=True)
-    return tasks.make_representation_spec(
-        None, K=K, d=d, m=m, N=N, tau=tau, tokens=t, features=rng.standard_normal((K, m))
-    )
-
-
 def test_softmax_loss_is_the_exact_risk_in_one_call_shape(spec, params):
     """``exact.softmax_loss(spec)`` is ``loss(params, key)``, ``softmax_loss(None)`` is
     ``loss(params, key, spec)``; both equal ``softmax_risk`` bit for bit (eager and under jit,
@@ -80,7 +71,7 @@ def test_softmax_loss_is_the_exact_risk_in_one_call_shape(spec, params):
         got, exp = (jax.jit(jax.value_and_grad(f))(*args) for f in (loss, ref))
         same = jax.tree_util.tree_map(lambda a, b: bool(jnp.all(a == b)), got, exp)
         assert jax.tree_util.tree_all(same)
-    s2 = _rng_spec(11, K=K, d=D, m=M, N=N, tau=0.3)  # same shapes, another task
+    s2 = numpy_spec(11, K=K, d=D, m=M, N=N, tau=0.3)  # same shapes, another task
     before = training.trace_count()
     runs = [
         training.train(free, params, jax.random.PRNGKey(1), steps=2, args=(s,)) for s in (spec, s2)

@@ -6,33 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _data import regression_tasks
 
 from iclgd import baselines
 from iclgd.models import linear_transformer as lt
-from iclgd.tasks import TaskBatch, embed, embed_zero_query
+from iclgd.tasks import embed, embed_zero_query
 
 RTOL = 1e-10
-
-
-def _tasks(seed: int, B: int = 6, n: int = 9, d: int = 4, noise_std: float = 0.3) -> TaskBatch:
-    """Random prompts, x ~ N(0, Sigma) with an anisotropic Sigma, noisy
-    labels (Lemma 2 needs neither).
-
-    Drawn with numpy: sampling with JAX would compile a kernel per shape,
-    which dominates the run time.
-    """
-    rng = np.random.default_rng(seed)
-    F = rng.normal(size=(d, d)) / np.sqrt(d) + 0.7 * np.eye(d)  # Sigma = F F^T
-    xs = rng.normal(size=(B, n + 1, d)) @ F.T
-    w = rng.normal(size=(B, d))
-    ys = np.einsum("bcd,bd->bc", xs, w) + noise_std * rng.normal(size=(B, n + 1))
-    return TaskBatch(
-        X=jnp.asarray(xs[:, :n]),
-        y=jnp.asarray(ys[:, :n]),
-        x_q=jnp.asarray(xs[:, n]),
-        y_target=jnp.asarray(ys[:, n]),
-        w=jnp.asarray(w),
-    )
 
 
 def _rand_A(seed: int, L: int, d: int, symmetric: bool, scale: float = 0.4) -> jax.Array:
@@ -49,7 +29,7 @@ def _close(a, b, rtol: float = RTOL) -> None:
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_lemma2_sparse_transformer_is_preconditioned_gd(k):
-    t = _tasks(k)
+    t = regression_tasks(k)
     A = _rand_A(k, k, t.X.shape[-1], symmetric=True)
     Z0 = embed_zero_query(t)
     pred_tf = lt.sparse_predict({"A": A}, Z0)
@@ -60,7 +40,7 @@ def test_lemma2_sparse_transformer_is_preconditioned_gd(k):
 
 def test_lemma2_after_every_layer():
     """Lemma 2: after layer l, [Z_l]_{d+1,n+1} = -<w_l, x^(n+1)> for every l = 0..k."""
-    t = _tasks(4)
+    t = regression_tasks(4)
     A = _rand_A(4, 3, t.X.shape[-1], symmetric=True)
     Z0 = embed_zero_query(t)
     ws = baselines.preconditioned_gd_iterates(t.X, t.y, A)
@@ -74,7 +54,7 @@ def test_lemma2_after_every_layer():
 @pytest.mark.parametrize("k", [1, 3])
 def test_lemma2_nonsymmetric_A_takes_the_transposed_step(k):
     """Attention score x^(j)T A x^(n+1): a non-symmetric A_l acts as A_l^T in eq. 11."""
-    t = _tasks(10 + k)
+    t = regression_tasks(10 + k)
     A = _rand_A(10 + k, k, t.X.shape[-1], symmetric=False)
     pred_tf = lt.sparse_predict({"A": A}, embed_zero_query(t))
     _close(pred_tf, baselines.preconditioned_gd(t.X, t.y, t.x_q, jnp.swapaxes(A, 1, 2)))
@@ -83,7 +63,7 @@ def test_lemma2_nonsymmetric_A_takes_the_transposed_step(k):
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_full_model_at_eq9_equals_sparse_predict(k):
-    t = _tasks(20 + k)
+    t = regression_tasks(20 + k)
     sp = {"A": _rand_A(20 + k, k, t.X.shape[-1], symmetric=True)}
     full = lt.sparse_to_full(sp)
     d = t.X.shape[-1]
@@ -96,7 +76,7 @@ def test_full_model_at_eq9_equals_sparse_predict(k):
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_gd_plus_plus_transformer_equals_algorithm(k):
-    t = _tasks(30 + k)
+    t = regression_tasks(30 + k)
     d = t.X.shape[-1]
     A = _rand_A(30 + k, k, d, symmetric=True)  # eq. 13 takes A_l symmetric
     Bm = jnp.asarray(0.5 * np.random.default_rng(200 + k).normal(size=(k, d, d)))  # B_l arbitrary
@@ -113,7 +93,7 @@ def test_gd_plus_plus_transformer_equals_algorithm(k):
 
 
 def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
-    t = _tasks(40)
+    t = regression_tasks(40)
     d = t.X.shape[-1]
     A = _rand_A(40, 3, d, symmetric=True)
     _close(
@@ -126,7 +106,7 @@ def test_gd_plus_plus_with_B_zero_is_preconditioned_gd():
 def test_efficient_output_equals_literal(L):
     """The cheap forward equals eq. 4 with whole matrix products, on a
     general Z (nonzero y_q too)."""
-    t = _tasks(50 + L)
+    t = regression_tasks(50 + L)
     Z0 = embed(t, jnp.linspace(-1.0, 1.0, t.X.shape[0]))
     D = t.X.shape[-1] + 1
     PQ = 0.3 * np.random.default_rng(L).normal(size=(2, L, D, D))
@@ -142,7 +122,7 @@ def test_efficient_output_equals_literal(L):
 
 @pytest.mark.parametrize("B,d,n,L", [(1, 1, 1, 1), (6, 4, 9, 2), (2, 3, 20, 4)])
 def test_output_shapes(B, d, n, L):
-    t = _tasks(B + d + n + L, B=B, n=n, d=d)
+    t = regression_tasks(B + d + n + L, B=B, n=n, d=d)
     Z0 = embed_zero_query(t)
     full = lt.init_linear_transformer(jax.random.key(0), d, L)
     assert full["P"].shape == full["Q"].shape == (L, d + 1, d + 1)
@@ -170,7 +150,7 @@ def test_init_sparse_symmetry_and_scale():
 
 
 def test_grad_through_full_model():
-    t = _tasks(60)
+    t = regression_tasks(60)
     Z0 = embed_zero_query(t)
     full = lt.sparse_to_full(
         {"A": _rand_A(60, 2, t.X.shape[-1], True), "B": _rand_A(61, 2, t.X.shape[-1], False)}
@@ -189,7 +169,7 @@ def _zeros_full(d: int, L: int) -> dict:
 
 
 def _small():
-    t = _tasks(70, B=2, n=3, d=2)
+    t = regression_tasks(70, B=2, n=3, d=2)
     return t, embed_zero_query(t)
 
 

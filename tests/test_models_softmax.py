@@ -6,8 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _data import numpy_spec
 
-from iclgd import exact, metrics, models, tasks
+from iclgd import exact, metrics, models
 from iclgd.models import softmax as S
 
 
@@ -78,20 +79,10 @@ def test_prediction_linear_in_labels(spec, params, batch):
     np.testing.assert_allclose(lhs, rhs, rtol=1e-5, atol=1e-5)
 
 
-def _rng_spec(seed, K, d, m, N, tau):
-    """A spec from NumPy randomness (cheap: no extra threefry compilation)."""
-    rng = np.random.default_rng(seed)
-    t = rng.standard_normal((K, d))
-    t /= np.linalg.norm(t, axis=1, keepdims=True)
-    return tasks.make_representation_spec(
-        None, K=K, d=d, m=m, N=N, tau=tau, tokens=t, features=rng.standard_normal((K, m))
-    )
-
-
 def test_training_drives_A_hat_to_A():
     """Thm. 1-2 in miniature: GD on the population loss -> L*, A_hat(theta)
     -> A, y_hat -> y_star."""
-    s = _rng_spec(6, K=6, d=3, m=3, N=2, tau=0.1)
+    s = numpy_spec(6, K=6, d=3, m=3, N=2, tau=0.1)
     p = {"Q": _normal(7, (4, 3, 3)), "w": jnp.zeros((4, 6))}  # the paper's init: Q ~ N(0, 1), w = 0
     opt = optax.adam(0.05)
 
