@@ -81,19 +81,51 @@ def claims_table(page: Path) -> tuple[str, list[list[str]]]:
         raise ValueError(f"{page}: the claims table has no rows")
     header = split_row(lines[0])
     cite = re.search(r"\{cite:t\}`([^`]+)`", header[0])
-    if not cite or [h.split()[0] for h in header[1:]] != ["status", "where", "evidence"]:
+    if not cite or [h.split()[0] for h in header[1:]] != ["status", "scale", "where", "evidence"]:
         raise ValueError(f"{page}: unexpected claims-table header {header}")
     rows = [split_row(ln) for ln in lines[2:]]
-    bad = [r for r in rows if len(r) != 4]
+    bad = [r for r in rows if len(r) != 5]
     if bad:
-        raise ValueError(f"{page}: rows without 4 cells: {bad[:2]}")
+        raise ValueError(f"{page}: rows without 5 cells: {bad[:2]}")
+    for r in rows:
+        problem = scale_problem(r)
+        if problem:
+            raise ValueError(f"{page}: row {r[0]!r}: {problem}")
     return cite.group(1), rows
+
+
+#: The scale column: what the verdict rests on, ``exact`` (derivation or exact computation, the
+#: same at every scale), ``paper`` (the chapter's paper-scale run: its numbers cited with the
+#: ``{paper-glue}`` role) or ``ci`` (this page's run only: then a note in parentheses says why,
+#: e.g. "(paper-scale run pending)"), joined by " + ".
+SCALE = re.compile(r"^(exact|paper|ci)( \+ (exact|paper|ci))*( \(.+\))?$")
+
+
+def ci_only(row: list[str]) -> bool:
+    """Whether a claims-table row's verdict rests on the ci run alone."""
+    return set(re.findall(r"exact|paper|ci", row[2].split("(")[0])) == {"ci"}
+
+
+def scale_problem(row: list[str]) -> str | None:
+    """Why a claims-table row's scale cell is not valid, or ``None``."""
+    scale, evidence = row[2], row[1] + " " + row[4]
+    m = SCALE.match(scale)
+    if not m:
+        allowed = "exact, paper or ci, joined by ' + ', with an optional note in parentheses"
+        return f"scale {scale!r} is not {allowed}"
+    tokens = set(re.findall(r"exact|paper|ci", scale.split("(")[0]))  # the note aside
+    if "paper" in tokens and "{paper-glue}" not in evidence and "status" not in evidence:
+        return "scale 'paper' but the row cites no paper-scale number ({paper-glue}) or record"
+    if tokens == {"ci"} and "(" not in scale:
+        return "a verdict on the ci run alone must say why in parentheses"
+    return None
 
 
 def relocate(cell: str, part: str) -> str:
     """Rewrite a cell of ``book/<part>/index.md`` for a page in ``book/``."""
-    cell = re.sub(r"\{glue:text\}`([\w.-]+\.ipynb::)", rf"{{glue:text}}`{part}/\1", cell)
-    cell = re.sub(r"\{glue:text\}`\.\./", "{glue:text}`", cell)
+    role = r"(\{(?:glue:text|paper-glue)\}`)"
+    cell = re.sub(role + r"([\w.-]+\.ipynb::)", rf"\1{part}/\2", cell)
+    cell = re.sub(role + r"\.\./", r"\1", cell)
 
     def doc(m: re.Match) -> str:  # {doc}`target` or {doc}`title <target>`
         title, target = m.group(1), m.group(2)
@@ -107,7 +139,11 @@ def errata_rows(page: Path) -> tuple[str, list[list[str]]]:
     """The part's paper and its erratum rows, relocated."""
     cite, rows = claims_table(page)
     part = page.parent.name
-    return cite, [[relocate(c, part) for c in r] for r in rows if ERRATUM.search(r[1])]
+    return cite, [
+        [relocate(c, part) for c in r]
+        for r in rows
+        if verdict(r[1]) in ("corrected", "not reproduced")
+    ]
 
 
 def render() -> str:
@@ -121,8 +157,8 @@ def render() -> str:
         if not rows:
             out.append("\nNo statement of this paper is corrected.\n")
             continue
-        out.append("\n| printed claim | verdict | where | what holds (evidence) |\n")
-        out.append("| --- | --- | --- | --- |\n")
+        out.append("\n| printed claim | verdict | scale | where | what holds (evidence) |\n")
+        out.append("| --- | --- | --- | --- | --- |\n")
         for r in rows:
             out.append("| " + " | ".join(r) + " |\n")
         total += len(rows)
@@ -131,12 +167,14 @@ def render() -> str:
 
 
 ROMAN = {"part1": "I", "part2": "II", "part3": "III", "part4": "IV"}
-VERDICTS = ("reproduced", "corrected", "not reproduced", "other")
+VERDICTS = ("reproduced", "corrected", "not reproduced", "inconclusive", "other")
 
 
 def verdict(status: str) -> str:
     """One of :data:`VERDICTS` for a claims-table status (``other``: the book's own additions)."""
     s = status.lower()
+    if s.startswith("inconclusive"):
+        return "inconclusive"
     if "not reproduced" in s and "partly" not in s:
         return "not reproduced"
     if ERRATUM.search(s):
@@ -151,17 +189,18 @@ def render_overview() -> str:
     runs = json.loads(STATUS.read_text())["notebooks"]
     out = [
         STAMP + "\n",
-        "| part | paper | claims | reproduced | corrected | not reproduced | new "
-        "| notebooks | time |\n",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| part | paper | claims | reproduced | corrected | not reproduced | inconclusive | new "
+        "| on ci only | notebooks | time |\n",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     ]
     tot = dict.fromkeys(VERDICTS, 0)
-    tot_t = tot_n = 0
+    tot_t = tot_n = tot_ci = 0
     for page in parts():
         cite, rows = claims_table(page)
         cnt = dict.fromkeys(VERDICTS, 0)
         for r in rows:
             cnt[verdict(r[1])] += 1
+        provisional = sum(ci_only(r) for r in rows)
         nbs = [r for r in runs if r["path"].startswith(f"book/{page.parent.name}/")]
         t = sum(r["execution"]["wall_time_s"] for r in nbs)
         out.append(
@@ -169,21 +208,25 @@ def render_overview() -> str:
             f"| {{cite:t}}`{cite}` "
             f"| {len(rows)} | "
             + " | ".join(str(cnt[k]) for k in VERDICTS)
-            + f" | {len(nbs)} | {t:.0f} s |\n"
+            + f" | {provisional} | {len(nbs)} | {t:.0f} s |\n"
         )
         tot = {k: tot[k] + cnt[k] for k in VERDICTS}
+        tot_ci += provisional
         tot_t, tot_n = tot_t + t, tot_n + len(nbs)
     rest = [r for r in runs if not re.match(r"book/part\d/", r["path"])]
     t_rest = sum(r["execution"]["wall_time_s"] for r in rest)
     out.append(
-        f"| introduction, risk ladder | — | — | — | — | — | — | {len(rest)} | {t_rest:.0f} s |\n"
+        f"| introduction, risk ladder | — | — | — | — | — | — | — | — | {len(rest)} "
+        f"| {t_rest:.0f} s |\n"
         f"| **all** | | **{sum(tot.values())}** | "
         + " | ".join(f"**{tot[k]}**" for k in VERDICTS)
-        + f" | **{tot_n + len(rest)}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
+        + f" | **{tot_ci}** | **{tot_n + len(rest)}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
     )
     scales = sorted({r["execution"]["scale"] for r in runs})
     out.append(
-        "\n*new*: the book's own additions (not claims of the paper). *time*: the sum of the "
+        "\n*new*: the book's own additions (not claims of the paper). *on ci only*: verdicts "
+        "that rest on the book's small test run alone (provisional: the paper-scale run is pending "
+        "or its record is stale). *time*: the sum of the "
         f"notebooks' last executions, one at a time, at {', '.join(scales)} scale on "
         f"{runs[0]['execution']['cpu_count']} CPU cores (with whatever else ran then). "
         "Generated from the claims tables and the execution records; paper-scale runs are on the "

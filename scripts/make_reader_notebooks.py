@@ -5,8 +5,9 @@ In the book, myst-nb pastes each glued value where the markdown says ``{glue:tex
 notebook opened anywhere else (Colab, the page's download button, a plain Jupyter) shows the role
 itself. This script writes, for every notebook of ``_toc.yml``, a copy whose markdown has each
 ``{glue:text}`name``` (and ``{glue:text}`other.ipynb::name:s```) replaced by the value that the
-committed outputs glue, so a reader sees the numbers the book shows. Code cells and outputs are
-unchanged.
+committed outputs glue, and each ``{paper-glue}`name``` by the value the chapter's paper-scale
+run glued (``book/_generated/paper_runs.json``), so a reader sees the numbers the book shows.
+Code cells and outputs are unchanged.
 
     python scripts/make_reader_notebooks.py                 # into _build/reader/ (same paths)
     python scripts/make_reader_notebooks.py --html _build/html
@@ -26,10 +27,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from record_paper_run import glued  # noqa: E402  (sibling script: one parser of glue outputs)
+from record_paper_run import glued, load_runs  # noqa: E402  (sibling: one parser of glue outputs)
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
+#: ``{paper-glue}`[path.ipynb::]key```: a value glued by the chapter's paper-scale run
+#: (``book/_generated/paper_runs.json``, shown in the book by ``book/_ext/iclgd_paper_runs.py``).
+PAPER_ROLE = re.compile(r"\{paper-glue\}`([^`]+)`")
 
 
 def toc_notebooks(repo: Path = REPO) -> list[Path]:
@@ -48,9 +52,26 @@ def _format(value: str, spec: str) -> str:
         return value
 
 
-def substitute(text: str, path: Path, values: dict[Path, dict[str, str]]) -> tuple[str, list[str]]:
-    """``text`` with every glue role of the notebook at ``path`` replaced; also the roles whose
-    value was not found."""
+def substitute(
+    text: str,
+    path: Path,
+    values: dict[Path, dict[str, str]],
+    paper: dict[Path, dict[str, str]] | None = None,
+) -> tuple[str, list[str]]:
+    """``text`` with every glue role of the notebook at ``path`` replaced (``values``: each
+    notebook's glued values), and every ``{paper-glue}`` role (``paper``: each notebook's
+    paper-scale glued values); also the roles whose value was not found."""
+    missing: list[str] = []
+    if paper is not None:
+        text, missing = substitute_roles(text, path, paper, PAPER_ROLE)
+    text, more = substitute_roles(text, path, values, ROLE)
+    return text, missing + more
+
+
+def substitute_roles(
+    text: str, path: Path, values: dict[Path, dict[str, str]], role: re.Pattern
+) -> tuple[str, list[str]]:
+    """``text`` with every match of ``role`` replaced by its value in ``values``."""
     missing: list[str] = []
 
     def one(m: re.Match) -> str:
@@ -66,17 +87,27 @@ def substitute(text: str, path: Path, values: dict[Path, dict[str, str]]) -> tup
             return m.group(0)
         return _format(found, spec)
 
-    return ROLE.sub(one, text), missing
+    return role.sub(one, text), missing
 
 
-def reader_notebook(path: Path, values: dict[Path, dict[str, str]]) -> tuple[dict, list[str]]:
+def paper_values() -> dict[Path, dict[str, str]]:
+    """Each recorded chapter's paper-scale glued values, by notebook path."""
+    runs = load_runs().get("runs") or {}
+    return {(REPO / key).resolve(): dict(run.get("glue") or {}) for key, run in runs.items()}
+
+
+def reader_notebook(
+    path: Path,
+    values: dict[Path, dict[str, str]],
+    paper: dict[Path, dict[str, str]] | None = None,
+) -> tuple[dict, list[str]]:
     """The reader copy of the notebook at ``path`` and the roles left unresolved."""
     nb = json.loads(path.read_text(encoding="utf8"))
     missing: list[str] = []
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        text, miss = substitute("".join(cell["source"]), path.resolve(), values)
+        text, miss = substitute("".join(cell["source"]), path.resolve(), values, paper)
         missing += miss
         cell["source"] = text.splitlines(keepends=True)
     return nb, missing
@@ -89,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     paths = toc_notebooks()
     values = {p.resolve(): glued(json.loads(p.read_text(encoding="utf8"))) for p in paths}
+    paper = paper_values()
     bad = 0
     for p in paths:
-        nb, missing = reader_notebook(p, values)
+        nb, missing = reader_notebook(p, values, paper)
         rel = p.relative_to(REPO)
         if missing:
             bad += 1

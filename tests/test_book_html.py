@@ -321,6 +321,15 @@ async () => {
         return [el.tagName.toLowerCase(), el.getAttribute(attr), resolve(el.getAttribute(attr))];
       }),
     ids: [...document.querySelectorAll("[id], a[name]")].map((el) => el.id || el.name),
+    paperLine: (document.querySelector(".iclgd-paper-run") || {}).textContent || null,
+    paperTabs: [...document.querySelectorAll(".iclgd-paper-tabs")].map((set) => {
+      const input = set.querySelector(":scope > input:checked");
+      const label = input && set.querySelector(`:scope > label[for="${input.id}"]`);
+      const shown = input && input.nextElementSibling && input.nextElementSibling
+        .nextElementSibling;  // the checked tab's content (input, label, content)
+      return { selected: label ? label.textContent.trim() : null,
+               visible: !!(shown && shown.offsetParent !== null) };
+    }),
   };
 }
 """.replace("/* COLUMN */", COLUMN_JS)
@@ -619,6 +628,41 @@ def test_page_reads_well(book, page):
     result = book[page]
     kinds = problems(result)
     assert not any(kinds.values()), _report(result, kinds)
+
+
+def _paper_runs() -> tuple[dict, dict]:
+    """``paper_runs.json``'s records and each chapter's freshness (scripts/record_paper_run.py)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import record_paper_run
+
+    runs = record_paper_run.load_runs()
+    return runs["runs"], record_paper_run.freshness(runs)
+
+
+def test_chapters_show_their_paper_scale_run(book):
+    """Every chapter says under its title which paper-scale run it shows (or that none is
+    recorded), and a chapter whose record has figures shows them in tab sets that open on the
+    paper-scale tab (book/_ext/iclgd_paper_runs.py)."""
+    records, fresh = _paper_runs()
+    checked = 0
+    for key, state in fresh.items():
+        page = key.removesuffix(".ipynb") + ".html"
+        result = book[page]
+        line = result["paperLine"] or ""
+        assert line.startswith("Paper-scale run:"), f"{page}: no paper-scale line ({line!r})"
+        if state == "missing":
+            assert "none recorded" in line, f"{page}: {line!r}"
+            continue
+        assert f"{state} record" in line, f"{page} says {line!r}, its record is {state}"
+        tabs = result["paperTabs"]
+        if any(c.get("figures") for c in records[key].get("cells") or []):
+            assert tabs, f"{page}: its paper-scale figures are not shown"
+        bad = [t for t in tabs if t != {"selected": "Paper scale", "visible": True}]
+        assert not bad, f"{page}: tab sets that do not open on the paper scale: {bad}"
+        checked += 1
+    assert checked >= 10, f"only {checked} chapters have a paper-scale record"
 
 
 def test_pages_run_without_script_errors(book):

@@ -24,6 +24,7 @@ def test_verdicts():
     assert errata.verdict("vacuous") == "corrected"
     assert errata.verdict("new (exact)") == "other"
     assert errata.verdict("made exact") == "reproduced"
+    assert errata.verdict("inconclusive (at 1.5B, no significant difference)") == "inconclusive"
 
 
 def test_every_corrected_row_is_on_the_errata_page():
@@ -31,9 +32,10 @@ def test_every_corrected_row_is_on_the_errata_page():
     n = 0
     for part in errata.parts():
         _, rows = errata.claims_table(part)
-        for claim, status, _, _ in rows:
+        for claim, status, scale, _, _ in rows:
             if "corrected" in status.lower() or "not reproduced" in status.lower():
-                assert f"| {errata.relocate(claim, part.parent.name)} | {status} |" in page, claim
+                row = f"| {errata.relocate(claim, part.parent.name)} | {status} | {scale} |"
+                assert row in page, claim
                 n += 1
     assert n >= 20  # the three tables hold at least this many corrections
 
@@ -48,6 +50,10 @@ def test_relocate_links_for_the_book_root():
     assert errata.relocate(cell, "part3") == (
         "{doc}`part3/gdpp`, {doc}`shared_setting`, {glue:text}`part3/baselines.ipynb::k:s`"
     )
+    paper = "{paper-glue}`gdpp.ipynb::k`, {paper-glue}`../risk_ladder.ipynb::r`"
+    assert errata.relocate(paper, "part3") == (
+        "{paper-glue}`part3/gdpp.ipynb::k`, {paper-glue}`risk_ladder.ipynb::r`"
+    )
     titled = "{doc}`status page <../status>`, {doc}`the GD++ chapter <gdpp>`"
     assert errata.relocate(titled, "part3") == (
         "{doc}`status page <status>`, {doc}`the GD++ chapter <part3/gdpp>`"
@@ -59,6 +65,32 @@ def test_claims_table_errors(tmp_path):
     bad.write_text("# Part\n\nno table\n")
     with pytest.raises(ValueError, match="Claims table"):
         errata.claims_table(bad)
+
+
+@pytest.mark.parametrize(
+    ("scale", "evidence", "problem"),
+    [
+        ("exact", "sympy", None),
+        ("exact + paper", "{paper-glue}`a.ipynb::x`", None),
+        ("paper", "{paper-glue}`a.ipynb::x`", None),
+        ("ci (paper-scale run pending)", "{glue:text}`a.ipynb::x`", None),
+        ("paper", "{glue:text}`a.ipynb::x`", "cites no paper-scale number"),
+        ("ci", "{glue:text}`a.ipynb::x`", "must say why"),
+        ("ci scale", "x", "is not exact, paper or ci"),
+        ("", "x", "is not exact, paper or ci"),
+        ("exact +", "x", "is not exact, paper or ci"),
+    ],
+)
+def test_scale_column(scale, evidence, problem):
+    found = errata.scale_problem(["claim", "reproduced", scale, "{ref}`x`", evidence])
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_every_claims_table_has_a_valid_scale_column():
+    for part in errata.parts():
+        for row in errata.claims_table(part)[1]:  # raises on a bad scale cell
+            assert errata.scale_problem(row) is None
+    assert "on ci only" in errata.OVERVIEW.read_text()
 
 
 def test_errata_rows_are_the_corrected_and_not_reproduced_claims():

@@ -57,3 +57,20 @@ def test_substitute_resolves_other_notebooks_and_reports_unknown_names(tmp_path)
     assert new == "x = 0.25, y = 3, z = {glue:text}`z`"
     assert missing == ["z"]
     assert mrn.substitute("{glue:text}`x:.1f`", a.resolve(), values)[0] == "0.2"
+
+
+def test_substitute_writes_paper_scale_values(tmp_path):
+    a = tmp_path / "a.ipynb"
+    values = {a.resolve(): {"x": "0.25"}}
+    paper = {a.resolve(): {"x": "0.136"}}
+    text = "ci {glue:text}`x`, paper {paper-glue}`x`, unknown {paper-glue}`q`"
+    new, missing = mrn.substitute(text, a.resolve(), values, paper)
+    assert new == "ci 0.25, paper 0.136, unknown {paper-glue}`q`"
+    assert missing == ["q"]
+
+
+def test_reader_notebooks_have_no_paper_glue_roles(reader):
+    for p in mrn.toc_notebooks():
+        nb = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
+        text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "{paper-glue}" not in text, p.name

@@ -47,7 +47,9 @@
      TeX of a heading is written as text (``C → ∞``, ``‖w_⋆‖^2``); the search page also gets
      ``book/_static/iclgd-search.js``, which does the same for the excerpts under each result.
 
-5. Writes each script of a page once (sphinx-thebe's inline configuration comes twice, a script
+5. Shows each chapter's paper-scale run beside its ci outputs, and gives the ``{paper-glue}``
+   role (``book/_ext/iclgd_paper_runs.py``).
+6. Writes each script of a page once (sphinx-thebe's inline configuration comes twice, a script
    error on every page).
 
 ``tests/test_book_html.py`` checks the result in a browser, on every page.
@@ -73,11 +75,14 @@ from sphinx.util.nodes import make_refnode
 HERE = Path(__file__).resolve().parent  # book/_ext
 REPO = HERE.parents[1]
 SCRIPTS = REPO / "scripts"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+import iclgd_paper_runs  # noqa: E402  (book/_ext/iclgd_paper_runs.py: paper scale on the pages)
 import record_paper_run  # noqa: E402  (scripts/record_paper_run.py)
 import record_status  # noqa: E402  (scripts/record_status.py)
 
@@ -398,4 +403,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _search_page_script)
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the scripts' adders
     app.connect("build-finished", _plain_search_titles)
+    iclgd_paper_runs.setup(app)  # paper-scale tabs, the page line, the {paper-glue} role
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

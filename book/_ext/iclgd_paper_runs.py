@@ -1,0 +1,280 @@
+"""The paper-scale run beside the ci one, on every chapter page (loaded by ``iclgd_sphinx``).
+
+The committed notebooks hold their ``ci``-scale outputs; ``book/_generated/paper_runs.json``
+(``scripts/record_paper_run.py``) holds each chapter's run at ``ICLGD_SCALE=paper``. This module
+puts the second beside the first, with nothing to write in the chapters:
+
+1. **Each output that depends on the scale** — a code cell whose recorded paper-scale output has
+   a figure, or printed text other than the ci output's — becomes a tab set
+   (sphinx-design's nodes): *Paper scale*, selected by default, with the recorded text and
+   figures, the line "asserts of this cell held / failed: …" where the cell asserts, and the
+   record's device and date; *ci (this page)* with the cell's own output. Cells whose output is
+   the same at both scales (exact computations) are left as they are.
+2. **A line under each chapter's title** says which paper-scale run the page shows: device, date,
+   commit, whether the record is *fresh* (same code-cell sha256 as the committed notebook) or
+   *stale* (the chapter's code changed since: the tabs then say so too), and how many of its
+   asserting cells held; with a link to the status page. A chapter without a record says that.
+3. **The role** ``{paper-glue}`key``` (or ``{paper-glue}`other.ipynb::key```, a path relative to the
+   page, as for myst-nb's ``{glue:text}``) writes a value that the paper-scale run glued, so a
+   paper-scale number in prose or in a claims table is never typed. It renders as
+   ``<abbr title="paper scale: device, date">value</abbr>``, with " (stale record)" after it
+   where the record is stale. An unknown chapter or key is a build warning (an error under
+   ``-W``).
+
+``scripts/make_reader_notebooks.py`` writes the role's value into the reader notebooks (Colab).
+``tests/test_book_html.py`` checks in a browser that every recorded chapter shows its paper-scale
+line and opens its tab sets on the paper-scale tab.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import record_paper_run  # scripts/ (put on sys.path by iclgd_sphinx)
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+PAPER_LABEL = "Paper scale"
+CI_LABEL = "ci (this page)"
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _runs(env: Any) -> dict[str, Any]:
+    """``paper_runs.json`` (read again when the file changes)."""
+    stamp = record_paper_run.RUNS_JSON.stat().st_mtime_ns
+    if _CACHE.get("stamp") != stamp:
+        _CACHE.clear()
+        _CACHE.update(stamp=stamp, runs=record_paper_run.migrate(record_paper_run.load_runs()))
+    return _CACHE["runs"]
+
+
+def _freshness(env: Any, key: str) -> str:
+    """``fresh`` / ``stale`` / ``missing`` of chapter ``key`` (``book/....ipynb``)."""
+    path = record_paper_run.REPO / key
+    if not path.is_file():
+        return "missing"
+    env.note_dependency(str(path))  # its code decides fresh or stale
+    return record_paper_run.freshness(_runs(env), {key: path})[key]
+
+
+def _when(run: dict[str, Any]) -> str:
+    ex = run.get("execution") or {}
+    when = str(ex.get("executed_at") or run.get("recorded_at") or "?")
+    return when.replace("T", " ").removesuffix("Z")[:10]
+
+
+def describe(run: dict[str, Any]) -> str:
+    """``"2 CPU cores (...); JAX 0.10.2; 2026-11-26, commit b7e57a8"``: where and when."""
+    device = str(run.get("device") or "unknown device")
+    jax = run.get("jax_version")
+    if jax and jax not in device:
+        device += f"; JAX {jax}"
+    commit = f", commit {run['commit']}" if run.get("commit") else ""
+    return f"{device}; {_when(run)}{commit}"
+
+
+def ci_text(cell: dict[str, Any]) -> str:
+    """A committed code cell's printed text as ``record_paper_run.cell_outputs`` records it."""
+    cells, _ = record_paper_run.cell_outputs({"cells": [cell]}, "ci")
+    return cells[0]["text"] if cells else ""
+
+
+def _status_ref(docname: str, text: str) -> nodes.Node:
+    ref = addnodes.pending_xref(
+        "",
+        refdomain="std",
+        reftype="doc",
+        reftarget="/book/status",
+        refexplicit=True,
+        refdoc=docname,
+        refwarn=True,
+    )
+    ref += nodes.inline(text, text)
+    return ref
+
+
+def _assert_line(entry: dict[str, Any] | None) -> nodes.Node | None:
+    if entry is None:
+        return None
+    if entry["held"] is True:
+        n = len(entry.get("asserts") or [])
+        text = f"The {n} assert{'s' if n != 1 else ''} of this cell held at paper scale."
+        return nodes.paragraph(text, text, classes=["iclgd-assert-held"])
+    if entry["held"] is None:
+        text = "This cell did not run at paper scale (the run's deadline had passed)."
+        return nodes.paragraph(text, text, classes=["iclgd-assert-failed"])
+    para = nodes.paragraph(classes=["iclgd-assert-failed"])
+    para += nodes.strong("", "An assert of this cell failed at paper scale: ")
+    error = str(entry.get("error") or "error")
+    para += nodes.literal(error, error)
+    return para
+
+
+class PaperRunTabs(SphinxTransform):
+    """Items 1 and 2 of the module docstring, on every notebook page with a record."""
+
+    default_priority = 800  # after myst-nb has built the cells
+
+    def apply(self, **kwargs: Any) -> None:
+        docname = self.env.docname
+        path = Path(self.env.doc2path(docname))
+        if path.suffix != ".ipynb":
+            return
+        self.env.note_dependency(str(record_paper_run.RUNS_JSON))
+        key = f"{docname}.ipynb"
+        run = (_runs(self.env).get("runs") or {}).get(key)
+        state = _freshness(self.env, key)
+        self._page_line(docname, run, state)
+        if run is None:
+            return
+        nb = json.loads(path.read_text(encoding="utf8"))
+        code_numbers = {}  # notebook cell index -> code-cell number (from 1)
+        for index, cell in enumerate(nb.get("cells", [])):
+            if cell.get("cell_type") == "code":
+                code_numbers[index] = len(code_numbers) + 1
+        recorded = {c["cell"]: c for c in run.get("cells") or []}
+        asserts = {a["cell"]: a for a in run.get("asserts") or []}
+        for container in list(self.document.findall(nodes.container)):
+            if container.get("nb_element") != "cell_code":
+                continue
+            index = container.get("cell_index")
+            number = code_numbers.get(index)
+            entry = asserts.get(number)
+            failed = entry is not None and entry["held"] is not True
+            paper = recorded.get(number) or ({"cell": number, "text": ""} if failed else None)
+            if paper is None:
+                continue  # printed nothing at paper scale, and did not fail
+            output = next(
+                (c for c in container.children if c.get("nb_element") == "cell_code_output"),
+                None,
+            )
+            if output is None:
+                continue
+            same_text = paper.get("text", "") == ci_text(nb["cells"][index])
+            if same_text and not paper.get("figures") and not failed:
+                continue  # the same at both scales: nothing to put beside it
+            tabs = self._tabs(docname, run, state, paper, entry, output)
+            container.replace(output, tabs)
+
+    def _tabs(
+        self,
+        docname: str,
+        run: dict[str, Any],
+        state: str,
+        paper: dict[str, Any],
+        entry: dict[str, Any] | None,
+        output: nodes.Element,
+    ) -> nodes.Element:
+        from sphinx_design.shared import create_component
+
+        content = create_component("tab-content", classes=["sd-tab-content"])
+        where = f"ICLGD_SCALE=paper on {describe(run)}."
+        if state == "stale":
+            where += " Stale record: the chapter's code has changed since this run."
+        content += nodes.paragraph(where, where, classes=["iclgd-paper-where"])
+        line = _assert_line(entry)
+        if line is not None:
+            content += line
+        shown = nodes.container(classes=["output", "iclgd-paper-output"])
+        if paper.get("text"):
+            block = nodes.literal_block(paper["text"], paper["text"])
+            block["language"] = "none"
+            shown += block
+        for fig in paper.get("figures") or []:
+            uri = "/book/" + fig  # a leading "/": relative to the source directory
+            shown += nodes.image(uri=uri, alt=f"paper-scale figure ({fig.rsplit('/', 1)[-1]})")
+        if shown.children:
+            content += shown
+        tab_set = create_component("tab-set", classes=["sd-tab-set", "iclgd-paper-tabs"])
+        for label, body, selected in (
+            (PAPER_LABEL, content, True),
+            (CI_LABEL, None, False),
+        ):
+            item = create_component("tab-item", classes=["sd-tab-item"], selected=selected)
+            item += nodes.rubric(label, label, classes=["sd-tab-label"])
+            if body is None:
+                body = create_component("tab-content", classes=["sd-tab-content"])
+                body += output
+            item += body
+            tab_set += item
+        return tab_set
+
+    def _page_line(self, docname: str, run: dict[str, Any] | None, state: str) -> None:
+        section = next(iter(self.document.findall(nodes.section)), None)
+        if section is None or not section.children:
+            return
+        para = nodes.paragraph(classes=["iclgd-paper-run"])
+        para += nodes.strong("", "Paper-scale run: ")
+        if run is None:
+            text = "none recorded yet; the outputs below are this page's ci-scale run ("
+            para += nodes.Text(text)
+        else:
+            held = record_paper_run.asserts_held(run)
+            text = f"{describe(run)}; {state} record; asserting cells held: {held}. "
+            para += nodes.Text(text)
+            para += nodes.Text(
+                "Outputs that depend on the scale show the paper-scale run first and this "
+                "page's ci-scale run in a second tab ("
+            )
+        para += _status_ref(docname, "status page")
+        para += nodes.Text(").")
+        section.insert(1, para)
+
+
+def paper_glue_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Any,
+    options: dict | None = None,
+    content: list | None = None,
+) -> tuple[list[nodes.Node], list[nodes.Node]]:
+    """``{paper-glue}`[path.ipynb::]key```: the value ``key`` glued by the chapter's paper-scale
+    run (the page's own notebook when no path is given)."""
+    env = inliner.document.settings.env
+    docname = env.docname
+    env.note_dependency(str(record_paper_run.RUNS_JSON))
+    if "::" in text:
+        rel, key = text.split("::", 1)
+        base = Path(docname).parent
+        chapter = (base / rel).as_posix()
+        parts: list[str] = []
+        for part in chapter.split("/"):
+            if part == "..":
+                parts.pop()
+            elif part not in ("", "."):
+                parts.append(part)
+        chapter = "/".join(parts)
+    else:
+        chapter, key = f"{docname}.ipynb", text
+    run = (_runs(env).get("runs") or {}).get(chapter)
+    value = None if run is None else (run.get("glue") or {}).get(key)
+    if value is None:
+        msg = inliner.reporter.error(
+            f"[iclgd] {{paper-glue}}: no paper-scale record glues {key!r} for {chapter}",
+            line=lineno,
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    state = _freshness(env, chapter)
+    title = f"paper scale: {describe(run)}" + ("; stale record" if state == "stale" else "")
+    out: list[nodes.Node] = [
+        nodes.abbreviation(value, value, explanation=title, classes=["iclgd-paper-glue"])
+    ]
+    if state == "stale":
+        out.append(nodes.emphasis(" (stale record)", " (stale record)"))
+    return out, []
+
+
+def setup(app: Sphinx) -> None:
+    app.add_transform(PaperRunTabs)
+    app.add_role("paper-glue", paper_glue_role)
