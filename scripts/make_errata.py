@@ -189,14 +189,14 @@ def render_overview() -> str:
     runs = json.loads(STATUS.read_text())["notebooks"]
     out = [
         STAMP + "\n",
-        "| part | paper | claims | reproduced | corrected | not reproduced | inconclusive | new "
+        "| part | claims | reproduced | corrected | not reproduced | inconclusive | new "
         "| on ci only | notebooks | time |\n",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     ]
     tot = dict.fromkeys(VERDICTS, 0)
     tot_t = tot_n = tot_ci = 0
     for page in parts():
-        cite, rows = claims_table(page)
+        _, rows = claims_table(page)
         cnt = dict.fromkeys(VERDICTS, 0)
         for r in rows:
             cnt[verdict(r[1])] += 1
@@ -205,7 +205,6 @@ def render_overview() -> str:
         t = sum(r["execution"]["wall_time_s"] for r in nbs)
         out.append(
             f"| {{doc}}`Part {ROMAN[page.parent.name]} <{page.parent.name}/index>` "
-            f"| {{cite:t}}`{cite}` "
             f"| {len(rows)} | "
             + " | ".join(str(cnt[k]) for k in VERDICTS)
             + f" | {provisional} | {len(nbs)} | {t:.0f} s |\n"
@@ -216,9 +215,9 @@ def render_overview() -> str:
     rest = [r for r in runs if not re.match(r"book/part\d/", r["path"])]
     t_rest = sum(r["execution"]["wall_time_s"] for r in rest)
     out.append(
-        f"| introduction, risk ladder | — | — | — | — | — | — | — | — | {len(rest)} "
+        f"| introduction, risk ladder | — | — | — | — | — | — | — | {len(rest)} "
         f"| {t_rest:.0f} s |\n"
-        f"| **all** | | **{sum(tot.values())}** | "
+        f"| **all** | **{sum(tot.values())}** | "
         + " | ".join(f"**{tot[k]}**" for k in VERDICTS)
         + f" | **{tot_ci}** | **{tot_n + len(rest)}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
     )
