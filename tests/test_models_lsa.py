@@ -76,3 +76,42 @@ def test_output_shapes(B, C, d, H):
     assert baselines.ridge(tb.X, tb.y, tb.x_q, 0.1).shape == (B,)
     b, A = lsa.lsa_reduced(p)
     assert b.shape == (H, d + 1) and A.shape == (H, d + 1, d + 1)
+
+
+# ---------------------------------------------------------------- LTB (eq. 30) <-> y_q-LSA
+def _ltb_params(key, d, scale=1.0):
+    ks = jax.random.split(key, 6)
+    keys = ("W1", "W2", "WP", "WV", "WK", "WQ")
+    return {k: scale * jax.random.normal(kk, (d + 1, d + 1)) for k, kk in zip(keys, ks)}
+
+
+def test_yq_lsa_from_ltb_computes_the_block_on_every_prompt():
+    """LTB -> y_q-LSA: the same prediction, also on labels that no linear task produced."""
+    d, C = 3, 5
+    tb = tasks.sample_tasks(jax.random.key(3), _prior(d=d), C, 32)
+    tb = tb._replace(y=tb.y + jax.random.normal(jax.random.key(4), tb.y.shape))  # any labels
+    P = _ltb_params(jax.random.key(5), d)
+    f_ltb = lsa.ltb_predict(P, tasks.embed(tb))
+    f_yq = lsa.yq_lsa_predict(lsa.yq_lsa_from_ltb(P), tb)
+    np.testing.assert_allclose(f_yq, f_ltb, rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(f_ltb))))
+    # the guess is the last row of W_2^T W_1 without its label entry
+    np.testing.assert_allclose(lsa.yq_lsa_from_ltb(P)["w"], (P["W2"].T @ P["W1"])[-1, :d])
+
+
+def test_ltb_and_yq_lsa_round_trip():
+    """y_q-LSA -> LTB (Lemma 3, corrected) -> y_q-LSA: the predictor is unchanged."""
+    d, C = 2, 4
+    tb = tasks.sample_tasks(jax.random.key(6), _prior(d=d), C, 16)
+    p = lsa.init_yq_lsa(jax.random.key(7), d, init_std=0.5, w=jnp.array([0.3, -1.2]))
+    back = lsa.yq_lsa_from_ltb(lsa.ltb_from_yq_lsa(p))
+    np.testing.assert_allclose(
+        lsa.yq_lsa_predict(back, tb), lsa.yq_lsa_predict(p, tb), rtol=1e-9, atol=1e-9
+    )
+
+
+def test_yq_lsa_from_ltb_rejects_bad_input():
+    P = _ltb_params(jax.random.key(8), 2)
+    with pytest.raises(ValueError, match="W1"):
+        lsa.yq_lsa_from_ltb({k: x for k, x in P.items() if k != "W1"})
+    with pytest.raises(ValueError, match="WQ"):
+        lsa.yq_lsa_from_ltb({**P, "WQ": jnp.ones((3, 4))})

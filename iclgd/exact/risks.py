@@ -44,6 +44,7 @@ __all__ = [
     "lsa_risk",
     "yq_lsa_risk",
     "linear_transformer_risk",
+    "ltb_risk",
     "sparse_linear_transformer_risk",
     "gd_coefficients",
     "gd_risk",
@@ -357,6 +358,42 @@ def _lt_risk_core(b, A, F, FS, nv, mu):
     D, d = A.shape
     Mt = jnp.concatenate([-jnp.einsum("m,nk->mnk", b, A), jnp.zeros((D, D, 1), A.dtype)], axis=2)
     return predictor_risk_core(Mt, jnp.zeros((D,), A.dtype), F, FS, nv, mu)
+
+
+def ltb_risk(params: dict, ex: Exact) -> jax.Array:
+    """Exact risk of the one-head linear transformer block of Xie et al. eq. 30 (``y_q = 0``).
+
+    Reduced from the block's own weights, not through y_q-LSA: with ``r`` the last row of
+    ``W_2^T W_1``, ``u = (W^P W^V)^T r`` and ``A = (W^K)^T W^Q``, the prediction is
+    ``r_x^T x_q + u^T G A (x_q, 0)`` (:func:`iclgd.models.lsa.yq_lsa_from_ltb`), a G-linear
+    predictor with ``Mt_{mnk} = u_m A_{nk}`` (``k <= d``; 0 for ``k = d+1``) and ``vq = (r_x, 0)``.
+
+    Args:
+        params: ``{"W1", "W2", "WP", "WV", "WK", "WQ"}``, each ``(D, D)``
+            (:func:`iclgd.models.lsa.ltb_predict`).
+        ex: :func:`~iclgd.exact.prepare`'s output.
+
+    Returns:
+        ``()`` the exact risk ``E[(f_LTB - y)^2]``.
+    """
+    check_exact(ex)
+    keys = ("W1", "W2", "WP", "WV", "WK", "WQ")
+    v.param_dict("params", params, keys, f"a dict with keys {keys} (see iclgd.models.lsa)")
+    dims = v.Dims(D=ex.d + 1)
+    p = {k: jnp.asarray(v.array(f"params[{k!r}]", params[k], "D D", dims)) for k in keys}
+    dt = jnp.result_type(*[m.dtype for m in p.values()])
+    return _reported(_ltb_risk_core({k: m.astype(dt) for k, m in p.items()}, *ex_arrays(ex, dt)))
+
+
+@jax.jit
+def _ltb_risk_core(p, F, FS, nv, mu):
+    D = p["W1"].shape[0]
+    r = (p["W2"].T @ p["W1"])[-1, :]
+    u = (p["WP"] @ p["WV"]).T @ r
+    A = p["WK"].T @ p["WQ"]
+    Mt = jnp.einsum("m,nk->mnk", u, A).at[:, :, D - 1].set(0.0)  # the query's label is 0
+    vq = r.at[D - 1].set(0.0)
+    return predictor_risk_core(Mt, vq, F, FS, nv, mu)
 
 
 def gd_coefficients(w0, xp=jnp):

@@ -34,6 +34,7 @@ __all__ = [
     "lsa_reduced",
     "ltb_predict",
     "ltb_from_yq_lsa",
+    "yq_lsa_from_ltb",
 ]
 
 _KEYS = ("WK", "WQ", "WV", "WP")
@@ -286,3 +287,41 @@ def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False
     if paper:
         out["WK"], out["WV"] = a["WK"] @ W3, a["WV"] @ W3
     return out
+
+
+_LTB_KEYS = ("W1", "W2", "WP", "WV", "WK", "WQ")
+
+
+def yq_lsa_from_ltb(params: dict) -> dict:
+    """Weights of a one-head y_q-LSA that computes a given linear transformer block (eq. 30).
+
+    The converse of :func:`ltb_from_yq_lsa`: together they show that a one-head LTB fed ``y_q = 0``
+    and a one-head y_q-LSA compute the same predictors. With ``r^T = (r_x^T, r_y)`` the last row of
+    ``W_2^T W_1`` and ``A = (W^K)^T W^Q``, the block predicts, for every prompt (no data model
+    needed),
+
+        ``f_LTB = r_x^T x_q + r^T W^P W^V G A (x_q, 0)``,  ``G = (1/C) sum_{i<=C} z_i z_i^T``;
+
+    ``r_y`` multiplies the query's zero label and drops out. The y_q-LSA with guess ``w = r_x``,
+    ``W^P <- e_{d+1} r^T W^P`` (its last row is ``r^T W^P``), ``W^Q <- W^Q diag(I_d, 0)`` (the
+    query's guess ``w^T x_q`` is not seen by the attention) and ``W^K``, ``W^V`` unchanged predicts
+    ``w^T x_q + r^T W^P W^V G A (x_q, 0)``, the same.
+
+    Args:
+        params: ``{"W1", "W2", "WP", "WV", "WK", "WQ"}``, each ``(d+1, d+1)`` (:func:`ltb_predict`).
+
+    Returns:
+        ``{"attn": LSA params with H = 1, "w": (d,)}`` for :func:`yq_lsa_predict`.
+    """
+    v.param_dict("params", params, _LTB_KEYS, f"a dict with keys {_LTB_KEYS} (see ltb_predict)")
+    dims = v.Dims()
+    p = {k: jnp.asarray(v.array(f"params[{k!r}]", params[k], "d+1 d+1", dims)) for k in _LTB_KEYS}
+    D = dims["d+1"]
+    if D < 2:
+        raise ValueError(f"the LTB weights must be (d+1, d+1) with d >= 1, got ({D}, {D})")
+    d = D - 1
+    r = (p["W2"].T @ p["W1"])[-1, :]  # (D,)
+    WP = jnp.zeros((D, D), r.dtype).at[d, :].set(r @ p["WP"])
+    keep_x = jnp.zeros((D, D), r.dtype).at[:d, :d].set(jnp.eye(d, dtype=r.dtype))
+    one = {"WK": p["WK"], "WQ": p["WQ"] @ keep_x, "WV": p["WV"], "WP": WP}
+    return {"attn": {k: m[None] for k, m in one.items()}, "w": r[:d]}
