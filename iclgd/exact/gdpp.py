@@ -35,6 +35,8 @@ __all__ = [
     "gdpp_critical_point",
     "GDppSearch",
     "gdpp_critical_points",
+    "gdpp_multistart",
+    "gdpp_lowest",
 ]
 
 
@@ -142,6 +144,17 @@ class _PolyEval:
 
     def f64(self, x):
         return float(self.c64 @ np.prod(np.asarray(x, float) ** self.E, axis=1))
+
+    def fg64(self, x):
+        """``(f, grad f)`` in float64, vectorised over the monomials (prefix/suffix products)."""
+        x = np.asarray(x, float)
+        P = x[None, :] ** self.E  # (T, V)
+        pre, suf = np.ones_like(P), np.ones_like(P)
+        for j in range(1, P.shape[1]):
+            pre[:, j] = pre[:, j - 1] * P[:, j - 1]
+            suf[:, -1 - j] = suf[:, -j] * P[:, -j]
+        D = self.E * x[None, :] ** np.maximum(self.E - 1, 0)  # d/dx_j of x_j^E_j
+        return float(self.c64 @ (pre[:, -1] * P[:, -1])), (self.c64[:, None] * pre * suf * D).sum(0)
 
     def g64(self, x):
         x = np.asarray(x, float)
@@ -411,3 +424,114 @@ def gdpp_critical_points(
         if all(np.abs(x - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
             points.append(c)
     return GDppSearch(sorted(points, key=lambda p: p.risk), failed, len(todo))
+
+
+def gdpp_multistart(
+    L: int,
+    n: int,
+    d: int,
+    key: jax.Array,
+    starts: int,
+    *,
+    scale: float = 0.7,
+    b_scale: float = 0.5,
+    refine: int = 3,
+    dps: int = 50,
+) -> GDppSearch:
+    """A broad search for the lowest critical point of the exact GD++ loss on Theorem 5's set.
+
+    Many cheap float64 BFGS runs (value and gradient vectorised over the polynomial's monomials),
+    from ``a_l = a*_l exp(scale z)`` (``a*`` the ``B = 0`` optimum, :func:`optimal_scalars`) and
+    ``b_l = b_scale z'`` with ``z, z' ~ N(0, 1)`` drawn from ``key``; the ``refine`` lowest
+    distinct end points (closer than ``1e-3`` merged) are then driven to critical points by
+    :func:`gdpp_critical_point` (Newton in ``dps`` digits). The loss has many local minima on
+    ``S``, so the lowest point found is an upper bound on ``min_S f``, not the minimum.
+
+    Args:
+        L, n, d: as in :func:`gdpp_risk_expr`.
+        key: PRNG key of the starts.
+        starts: number of BFGS starts, ``>= 1``.
+        scale: spread of ``log(a_l / a*_l)``, ``>= 0``; b_scale: spread of the ``b_l``, ``>= 0``.
+        refine: end points refined in ``dps`` digits, ``>= 1``.
+        dps: decimal digits of Newton's arithmetic.
+
+    Returns:
+        :class:`GDppSearch`: the refined critical points, lowest loss first; ``failed`` counts the
+        starts whose BFGS ran off along a valley of ``S`` (``|x| > 1e3``) plus refinements that
+        did not converge.
+    """
+    import scipy.optimize as so
+
+    L = _check_gdpp_L(L)
+    fn = _gdpp_functions(L, v.positive_int("n", n), v.positive_int("d", d))
+    key = v.prng_key("key", key)
+    starts = v.positive_int("starts", starts)
+    scale = v.nonneg_float("scale", scale)
+    b_scale = v.nonneg_float("b_scale", b_scale)
+    refine = v.positive_int("refine", refine)
+    dps = _check_dps(dps)
+    a_opt = np.asarray(optimal_scalars(L, n, d).a, np.float64)
+    z = np.asarray(jax.random.normal(key, (starts, 2 * L - 1)), np.float64)
+    ends, failed = [], 0
+    for zi in z:
+        x0 = np.concatenate([a_opt * np.exp(scale * zi[:L]), b_scale * zi[L:]])
+        with np.errstate(all="ignore"):  # a run along a valley overflows before it is dropped
+            res = so.minimize(fn.fg64, x0, jac=True, method="BFGS", options={"gtol": 1e-9})
+        if not np.all(np.isfinite(res.x)) or np.abs(res.x).max() > 1e3:
+            failed += 1
+            continue
+        ends.append((float(res.fun), res.x))
+    ends.sort(key=lambda e: e[0])
+    distinct = []
+    for f, x in ends:
+        if all(np.abs(x - y).max() > 1e-3 for _, y in distinct):
+            distinct.append((f, x))
+    points = []
+    for _, x in distinct[:refine]:
+        try:
+            c = gdpp_critical_point(L, n, d, x[:L], np.r_[x[L:], 0.0], dps=dps)
+        except ValueError:
+            failed += 1
+            continue
+        xc = np.concatenate([c.a, c.b])
+        if all(np.abs(xc - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
+            points.append(c)
+    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, starts)
+
+
+# The lowest strict local minima of the GD++ loss on S that gdpp_multistart found, per (L, n, d):
+# (key, starts) of the search and the point's scalars (a, b without the last b), to 4 digits.
+# Newton (gdpp_lowest) restores the critical point from them; tests/test_exact_gdpp.py re-runs a
+# smaller search and checks that it finds nothing lower.
+_LOWEST_FOUND: dict = {}
+
+
+@functools.cache
+def gdpp_lowest(L: int, n: int, d: int) -> GDppCritical:
+    """The lowest critical point of the GD++ loss on Theorem 5's set that this library has found.
+
+    One value per ``(L, n, d)`` for every chapter: the point that :func:`gdpp_multistart` found
+    lowest (its search is recorded in the module's table ``_LOWEST_FOUND``: key and number of
+    starts), driven back to a critical point by :func:`gdpp_critical_point` (Newton in 50
+    digits) and checked to be a strict local minimum. Its loss is an upper bound on the minimum
+    of the loss over ``S`` (the loss has many local minima; none is proved global).
+
+    Args:
+        L, n, d: as in :func:`gdpp_risk_expr`; ``(L, n, d)`` must be in the table.
+
+    Returns:
+        :class:`GDppCritical`.
+
+    Raises:
+        ValueError: if ``(L, n, d)`` has not been searched (run :func:`gdpp_multistart`).
+    """
+    L = _check_gdpp_L(L)
+    n, d = v.positive_int("n", n), v.positive_int("d", d)
+    if (L, n, d) not in _LOWEST_FOUND:
+        known = ", ".join(map(str, sorted(_LOWEST_FOUND)))
+        raise ValueError(f"(L, n, d) = {(L, n, d)} has not been searched; searched: {known}")
+    a, b = _LOWEST_FOUND[L, n, d]["point"]
+    c = gdpp_critical_point(L, n, d, np.asarray(a, float), np.r_[np.asarray(b, float), 0.0])
+    if c.hess_eigs.min() <= 0:
+        raise ValueError(f"the stored point for {(L, n, d)} is no strict local minimum")
+    return c
