@@ -399,6 +399,42 @@ def test_guess_model_divergence_and_bad_input():
         llm.guess_mlp({"W1": 1}, E1, E2)
 
 
+def test_cross_fit_guesses_are_out_of_fold():
+    E1, E2 = _unit_pairs(60, 4, seed=5)
+    w = np.random.default_rng(1).normal(size=4) / 2
+    y = np.clip(2.5 + 1.5 * (E1 @ w + E2 @ w), 0, 5)
+    kw = dict(folds=3, epochs=20, learning_rate=0.03)
+    oof = llm.cross_fit_guesses(jax.random.key(0), E1, E2, y, **kw)
+    assert oof.shape == (60,) and oof.min() >= 0 and oof.max() <= 5
+    assert np.mean((oof - y) ** 2) < 0.2 * np.var(y)  # learnt, though no pair saw itself
+    # a pair's own score never reaches its guess; it changes the guesses of the other folds' pairs
+    y2 = y.copy()
+    y2[7] += 1.0
+    oof2 = llm.cross_fit_guesses(jax.random.key(0), E1, E2, y2, **kw)
+    assert oof2[7] == oof[7]
+    assert (oof2 != oof).sum() == 40  # the two other folds
+    np.testing.assert_array_equal(llm.cross_fit_guesses(jax.random.key(0), E1, E2, y, **kw), oof)
+    with pytest.raises(ValueError, match="folds must be an integer >= 2"):
+        llm.cross_fit_guesses(jax.random.key(0), E1, E2, y, folds=1)
+    with pytest.raises(ValueError, match="folds must be <= the number of pairs 60"):
+        llm.cross_fit_guesses(jax.random.key(0), E1, E2, y, folds=61)
+
+
+def test_calibrated_guess():
+    g = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0], [0.0, 1.0, 2.0]])
+    s = np.array([[1.0, 2.0, 3.0], [0.0, 3.0, 3.0], [0.0, 3.0, 6.0]])
+    out = llm.calibrated_guess(g, s, np.array([3.0, 9.0, 2.0]))
+    # a line through (0,1), (1,2), (2,3) gives 4 at 3; equal guesses: the context's mean, 2;
+    # the third line, 3 g, gives 6 at 2, clipped to 5
+    np.testing.assert_allclose(out, [4.0, 2.0, 5.0])
+    raw = llm.calibrated_guess(g, s, np.array([3.0, 9.0, 2.0]), clip=False)
+    np.testing.assert_allclose(raw, [4.0, 2.0, 6.0])
+    with pytest.raises(ValueError, match="context_score must have shape"):
+        llm.calibrated_guess(g, s[:, :2], np.ones(3))
+    with pytest.raises(ValueError, match="query_guess must have shape"):
+        llm.calibrated_guess(g, s, np.ones(2))
+
+
 # ------------------------------------------------------------------------------------------------
 # The runner (a stub backend: these tests are about the bookkeeping, not the model)
 # ------------------------------------------------------------------------------------------------
@@ -413,94 +449,175 @@ def _stub(prompt: str) -> str:
     return "not sure" if i % 2 == 0 else "2.50"
 
 
-def test_run_refinement_pairs_and_counts():
+def _guesses(n_pool=30, n_q=12):
+    return {
+        "mlp": (np.linspace(0.5, 1.5, n_pool), np.linspace(0, 4, n_q)),
+        "cos": (np.linspace(3, 4, n_pool), np.linspace(1, 2, n_q)),
+    }
+
+
+ARMS = ("without", "mlp", "cos", "placebo:mlp")
+
+
+def test_run_refinement_arms_pairs_and_counts():
     pool, queries = _toy(30), _toy(12)
-    pool_guess, query_guess = np.full(30, 1.0), np.linspace(0, 4, 12)
+    g = _guesses()
     backend = llm.CallableBackend(_stub, name="stub")
-    run = lambda: llm.run_refinement(
-        backend, pool, pool_guess, queries, query_guess, n_runs=8, **KW
-    )
+    run = lambda: llm.run_refinement(backend, pool, queries, g, n_runs=8, arms=ARMS, **KW)
     res = run()
     assert res.n_runs == 8 and res.context_idx.shape == (8, 10) and res.model == "stub"
+    assert res.arms == ARMS
     assert len(set(res.query_idx.tolist())) == 8  # distinct queries
     assert all(len(set(row)) == 10 for row in res.context_idx.tolist())  # no repeats in a context
-    np.testing.assert_allclose(res.with_value, np.round(query_guess[res.query_idx] + 0.5, 2))
     np.testing.assert_allclose(res.truth, queries.score[res.query_idx])
-    s = res.summary()
-    unparsed = sum(r != "ok" for r in res.without_reason)
+    np.testing.assert_allclose(res.context_score, pool.score[res.context_idx])
+    for name in ("mlp", "cos"):
+        np.testing.assert_allclose(res.query_guess[name], g[name][1][res.query_idx])
+        np.testing.assert_allclose(res.context_guess[name], g[name][0][res.context_idx])
+        np.testing.assert_allclose(res.shown_guess[name], res.query_guess[name])
+        np.testing.assert_allclose(res.values[name], np.round(res.query_guess[name] + 0.5, 2))
+    # the placebo shows the query a guess of the run's own 11 (context + query) guesses
+    pl = res.shown_guess["placebo:mlp"]
+    own = np.concatenate([res.context_guess["mlp"], res.query_guess["mlp"][:, None]], 1)
+    assert all(pl[r] in own[r] for r in range(8))
+    assert not np.allclose(pl, res.query_guess["mlp"])  # 8 runs: some query gets another's guess
+    np.testing.assert_allclose(res.values["placebo:mlp"], np.round(pl + 0.5, 2))
+    unparsed = sum(r != "ok" for r in res.reasons["without"])
     assert unparsed == int(np.sum(res.query_idx % 2 == 0)) >= 2  # 8 of 12 queries: >= 2 even
-    assert s["unparsed_without"] == unparsed and s["unparsed_with"] == 0
-    assert s["paired"] == 8 - unparsed
-    ok = res.both_parsed
-    assert s["mse_with"] == pytest.approx(np.mean((res.with_value[ok] - res.truth[ok]) ** 2))
-    assert s["mse_guess"] == pytest.approx(np.mean((res.guess[ok] - res.truth[ok]) ** 2))
-    t = llm.paired_test(res)
-    assert t["n"] == s["paired"]
-    assert t["mean_diff"] == pytest.approx(s["mse_with"] - s["mse_without"])
+    assert np.all(np.isnan(res.shown_guess["without"]))
+    assert res.parsed().sum() == 8 - unparsed and res.parsed("mlp", "cos").all()
+    with pytest.raises(ValueError, match="arms must be among"):
+        res.parsed("placebo:cos")
+    assert res.seconds["mlp"].shape == (8,) and res.seconds_per_prompt >= 0
     same = run()
     np.testing.assert_array_equal(same.context_idx, res.context_idx)
     np.testing.assert_array_equal(same.query_idx, res.query_idx)
+    np.testing.assert_array_equal(same.shown_guess["placebo:mlp"], pl)
+
+
+def test_run_refinement_placebo_prompt_permutes_the_guesses():
+    pool, queries = _toy(30), _toy(12)
+    g = _guesses()
+    rec = _Recorder()
+    res = llm.run_refinement(rec, pool, queries, g, n_runs=3, arms=("mlp", "placebo:mlp"), **KW)
+    shown = lambda p: sorted(float(x.split(": ")[1]) for x in p.splitlines() if "guess:" in x)
+    real, placebo = rec.batches[0][0], rec.batches[1][0]  # run 0: its arms back to back
+    assert len(shown(real)) == 11 and shown(real) == shown(placebo)  # the same 11 numbers ...
+    assert real != placebo  # ... in other slots
+    assert res.calibrated("mlp").shape == (3,)
+    with pytest.raises(ValueError, match="name must be a guess among"):
+        res.calibrated("placebo:mlp")
+
+
+def test_run_refinement_calibrated_is_a_line_through_the_context():
+    pool, queries = _toy(30), _toy(12)
+    g = _guesses()
+    res = llm.run_refinement(_Recorder(), pool, queries, g, n_runs=4, arms=("without",), **KW)
+    for r in range(4):
+        b, a = np.polyfit(res.context_guess["cos"][r], res.context_score[r], 1)
+        want = np.clip(a + b * res.query_guess["cos"][r], 0, 5)
+        assert res.calibrated("cos")[r] == pytest.approx(want)
 
 
 class _Recorder:
-    """A backend that records the batches it is sent."""
+    """A backend that records the batches it is sent (and is killed after ``fail_after``)."""
 
     name = "recorder"
 
-    def __init__(self):
+    def __init__(self, fail_after=None):
         self.batches = []
+        self.fail_after = fail_after
 
     def generate(self, prompts):
+        if self.fail_after is not None and len(self.batches) >= self.fail_after:
+            raise KeyboardInterrupt("killed")
         self.batches.append(list(prompts))
-        return ["2.00"] * len(prompts)
+        return [f"{len(self.batches) % 5}.00" for _ in prompts]
 
 
 def test_run_refinement_queries_per_context():
     pool, queries = _toy(30), _toy(12)
     rec = _Recorder()
+    g = {"mlp": (np.ones(30), np.ones(12))}
     res = llm.run_refinement(
-        rec, pool, np.ones(30), queries, np.ones(12), n_runs=7, queries_per_context=3, **KW
+        rec, pool, queries, g, n_runs=7, queries_per_context=3, arms=("mlp", "without"), **KW
     )
     c = res.context_idx
     assert c.shape == (7, 10) and len(set(res.query_idx.tolist())) == 7
     assert (c[0] == c[1]).all() and (c[1] == c[2]).all() and (c[3] == c[5]).all()
     assert not (c[2] == c[3]).all() and not (c[5] == c[6]).all()  # a fresh context per group
-    # a group's prompts go together, first with guesses, then without: 3 groups x 2 batches
-    assert [len(b) for b in rec.batches] == [3, 3, 3, 3, 1, 1]
-    assert all("Initial guess" in p for p in rec.batches[0])
-    assert not any("Initial guess" in p for p in rec.batches[1])
-    assert rec.batches[0][0].split("Query")[0] == rec.batches[0][2].split("Query")[0]
+    # a group's prompts go together, arm by arm: with guesses (3), without (3), ...
+    sent = [b[0] for b in rec.batches]
+    assert len(sent) == 14 and all(len(b) == 1 for b in rec.batches)
+    assert all("Initial guess" in p for p in sent[:3] + sent[6:9] + sent[12:13])
+    assert not any("Initial guess" in p for p in sent[3:6] + sent[9:12] + sent[13:])
+    assert sent[0].split("Query")[0] == sent[2].split("Query")[0]
     # the first run of each group draws the context that queries_per_context=1 draws for run g
-    one = llm.run_refinement(
-        _Recorder(), pool, np.ones(30), queries, np.ones(12), n_runs=3, **KW
-    ).context_idx
+    one = llm.run_refinement(_Recorder(), pool, queries, g, n_runs=3, **KW).context_idx
     np.testing.assert_array_equal(c[[0, 3, 6]], one)
     with pytest.raises(ValueError, match="queries_per_context must be an integer >= 1"):
-        llm.run_refinement(
-            rec, pool, np.ones(30), queries, np.ones(12), n_runs=2, queries_per_context=0, **KW
-        )
+        llm.run_refinement(rec, pool, queries, g, n_runs=2, queries_per_context=0, **KW)
+
+
+def test_run_refinement_answers_file_resumes_a_killed_run(tmp_path):
+    pool, queries = _toy(30), _toy(12)
+    g = _guesses()
+    path = tmp_path / "answers.jsonl"
+    kw = dict(n_runs=5, arms=("without", "mlp"), answers_file=path, **KW)
+    with pytest.raises(KeyboardInterrupt):
+        llm.run_refinement(_Recorder(fail_after=4), pool, queries, g, **kw)
+    assert len(path.read_text().splitlines()) == 4  # every prompt answered before the kill
+    with open(path, "a") as f:
+        f.write('{"key": "cut sh')  # a line cut short by the kill is skipped
+    rec = _Recorder()
+    res = llm.run_refinement(rec, pool, queries, g, **kw)
+    assert len(rec.batches) == 10 - 4  # only the prompts not answered yet
+    assert res.values["without"][0] == 1.0 and res.values["mlp"][0] == 2.0  # stored answers
+    again = _Recorder()
+    same = llm.run_refinement(again, pool, queries, g, **kw)
+    assert again.batches == []
+    for a in res.arms:
+        np.testing.assert_array_equal(same.values[a], res.values[a])
+        np.testing.assert_array_equal(same.seconds[a], res.seconds[a])
+    other = _Recorder()
+    other.name = "another model"  # answers are keyed by the model: none is reused
+    llm.run_refinement(other, pool, queries, g, **kw)
+    assert len(other.batches) == 10
 
 
 def test_run_refinement_bad_input():
     pool, q = _toy(30), _toy(5)
+    g = _guesses(30, 5)
     b = llm.CallableBackend(lambda p: "1.0")
     kw = dict(key=jax.random.key(0), progress=False)
     with pytest.raises(ValueError, match=r"n_runs must be <= len\(queries\) = 5"):
-        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=6, **kw)
+        llm.run_refinement(b, pool, q, g, n_runs=6, **kw)
     with pytest.raises(ValueError, match="n_context must be <= len"):
-        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=2, n_context=31, **kw)
-    with pytest.raises(ValueError, match="pool_guess must have shape"):
-        llm.run_refinement(b, pool, np.ones(29), q, np.ones(5), n_runs=2, **kw)
+        llm.run_refinement(b, pool, q, g, n_runs=2, n_context=31, **kw)
+    with pytest.raises(ValueError, match=r"guesses\['mlp'\]\[0\] must have shape"):
+        llm.run_refinement(b, pool, q, {"mlp": (np.ones(29), np.ones(5))}, n_runs=2, **kw)
+    with pytest.raises(TypeError, match="guesses must be a dict"):
+        llm.run_refinement(b, pool, q, [np.ones(30)], n_runs=2, **kw)
+    with pytest.raises(TypeError, match=r"guesses\['mlp'\] must be a pair"):
+        llm.run_refinement(b, pool, q, {"mlp": np.ones(30)}, n_runs=2, **kw)
+    with pytest.raises(ValueError, match="guesses' names must be"):
+        llm.run_refinement(b, pool, q, {"without": g["mlp"]}, n_runs=2, **kw)
+    with pytest.raises(ValueError, match="shows guess 'knn', which is not in guesses"):
+        llm.run_refinement(b, pool, q, g, n_runs=2, arms=("without", "placebo:knn"), **kw)
+    with pytest.raises(ValueError, match="arms must not repeat"):
+        llm.run_refinement(b, pool, q, g, n_runs=2, arms=("mlp", "mlp"), **kw)
+    with pytest.raises(TypeError, match="arms must be a non-empty list"):
+        llm.run_refinement(b, pool, q, g, n_runs=2, arms="mlp", **kw)
     with pytest.raises(TypeError, match="backend must have a generate"):
-        llm.run_refinement(object(), pool, np.ones(30), q, np.ones(5), n_runs=2, **kw)
+        llm.run_refinement(object(), pool, q, g, n_runs=2, **kw)
     with pytest.raises(TypeError, match="key must be"):
-        llm.run_refinement(b, pool, np.ones(30), q, np.ones(5), n_runs=2, key=0, progress=False)
+        llm.run_refinement(b, pool, q, g, n_runs=2, key=0, progress=False)
     with pytest.raises(TypeError, match="fn must return strings"):
-        llm.run_refinement(
-            llm.CallableBackend(lambda p: 1.0), pool, np.ones(30), q, np.ones(5), n_runs=1, **kw
-        )
+        llm.run_refinement(llm.CallableBackend(lambda p: 1.0), pool, q, g, n_runs=1, **kw)
     with pytest.raises(TypeError, match="prompts must be a list"):
         b.generate("one prompt")
+    with pytest.raises(TypeError, match="arm must be a string"):
+        llm.runner.arm_guess_name(3)
 
 
 def test_import_iclgd_llm_imports_no_torch():
@@ -558,19 +675,27 @@ def test_smollm2_end_to_end(smollm2):
     pool_guess = np.full(len(train), float(train.score.mean()))
     query_guess = np.full(len(test), 2.5)
     res = llm.run_refinement(
-        smollm2, train, pool_guess, test, query_guess, n_runs=2, n_context=2, **KW
+        smollm2,
+        train,
+        test,
+        {"mean": (pool_guess, query_guess)},
+        arms=("without", "mean"),
+        n_runs=2,
+        n_context=2,
+        **KW,
     )
-    assert res.n_runs == 2 and all(isinstance(t, str) for t in res.with_text + res.without_text)
-    assert set(res.with_reason + res.without_reason) <= set(llm.parse.REASONS)
-    assert np.all(np.isnan(res.with_value) | ((res.with_value >= 0) & (res.with_value <= 5)))
-    assert res.seconds > 0 and math.isfinite(res.seconds_per_prompt)
-    assert res.summary()["runs"] == 2
+    texts = res.texts["without"] + res.texts["mean"]
+    assert res.n_runs == 2 and all(isinstance(t, str) for t in texts)
+    assert set(res.reasons["without"] + res.reasons["mean"]) <= set(llm.parse.REASONS)
+    v = res.values["mean"]
+    assert np.all(np.isnan(v) | ((v >= 0) & (v <= 5)))
+    assert np.all(res.seconds["mean"] > 0) and math.isfinite(res.seconds_per_prompt)
     # greedy decoding: the runner's first prompt, rebuilt, gets the same answer again
     q = int(res.query_idx[0])
     ctx = train.take(res.context_idx[0])
     query = (test.sentence1[q], test.sentence2[q])
     with_g = llm.build_prompt(ctx, query, context_guess=pool_guess[:2], query_guess=2.5)
-    assert smollm2.generate([with_g]) == [res.with_text[0]]
+    assert smollm2.generate([with_g]) == [res.texts["mean"][0]]
     assert smollm2.n_tokens(with_g) > smollm2.n_tokens(llm.build_prompt(ctx, query)) > 50
 
 
@@ -612,6 +737,22 @@ def test_hf_backend_bad_input(tmp_path):
         llm.HFBackend(tmp_path, gguf_file="missing.gguf")
     with pytest.raises(ValueError, match="which must be one of"):
         llm.offline_backend("llama")
+    with pytest.raises(ValueError, match="threads must be an integer >= 1"):
+        llm.HFBackend("x", threads=0)
+
+
+@NEED_SMOLLM2
+def test_hf_backend_threads():
+    torch = pytest.importorskip("torch", reason=NO_EXTRA)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        llm.offline_backend("smollm2", max_new_tokens=2, dtype="float32", threads=1)
+        assert torch.get_num_threads() == 1
+        llm.offline_backend("smollm2", max_new_tokens=2, dtype="float32")
+        assert torch.get_num_threads() == 1  # None: left as it was
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_fig6_refinement():
@@ -630,3 +771,43 @@ def test_fig6_refinement():
         fig6_refinement({})
     with pytest.raises(ValueError, match="finite"):
         fig6_refinement({"a": (np.nan, 0.1)})
+
+
+def test_fig6_paired_differences():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from iclgd.plot import fig6_paired_differences
+
+    diffs = {"LM + guess": np.array([-1.0, 0.5, -0.2]), "guess alone": np.array([0.1, -0.3])}
+    ci = {"LM + guess": (-0.8, 0.3), "guess alone": (-0.3, 0.1)}
+    fig = fig6_paired_differences(diffs, ci, title="t")
+    ax = fig.axes[0]
+    ticks = sorted(ax.get_yticklabels(), key=lambda t: -t.get_position()[1])
+    assert [t.get_text() for t in ticks] == list(diffs)  # the first on top
+    means = [ln.get_xdata()[0] for ln in ax.lines if ln.get_marker() == "D"]
+    assert means == pytest.approx([-0.7 / 3, -0.1])
+    bars = [tuple(ln.get_xdata()) for ln in ax.lines if ln.get_linestyle() == "-"]
+    assert (-0.8, 0.3) in bars and (-0.3, 0.1) in bars
+    assert fig.get_size_inches()[0] <= 8
+    with pytest.raises(TypeError, match="diffs must be a non-empty dict"):
+        fig6_paired_differences({}, {})
+    with pytest.raises(ValueError, match="intervals must give"):
+        fig6_paired_differences(diffs, {"LM + guess": (0, 1)})
+    with pytest.raises(ValueError, match="finite"):
+        fig6_paired_differences({"a": np.array([np.nan])}, {"a": (0, 1)})
+    with pytest.raises(ValueError, match="finite \\(low, high\\)"):
+        fig6_paired_differences({"a": np.ones(2)}, {"a": (1, 0)})
+
+
+def test_native_bfloat16_reads_the_cpu_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor : 0\nflags : fpu sse2 avx2 avx512f\n")
+    assert not llm.native_bfloat16("cpu", cpuinfo=info)
+    info.write_text("processor : 0\nflags : fpu avx512f amx_bf16 amx_tile\n")
+    assert llm.native_bfloat16("cpu", cpuinfo=info)
+    assert not llm.native_bfloat16("cpu", cpuinfo=tmp_path / "missing")
+    assert llm.native_bfloat16("cuda", cpuinfo=tmp_path / "missing")
+    assert not llm.native_bfloat16("mps", cpuinfo=info)
+    with pytest.raises(TypeError, match="device must be a string"):
+        llm.native_bfloat16(0)

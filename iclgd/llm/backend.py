@@ -39,12 +39,43 @@ __all__ = [
     "convert_gguf",
     "OFFLINE_MODELS",
     "COLAB_MODELS",
+    "native_bfloat16",
 ]
 
 OFFLINE_MODELS = {"qwen": QWEN_GGUF, "smollm2": SMOLLM2_GGUF}
 COLAB_MODELS = ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
 DTYPES = ("bfloat16", "float16", "float32")
 MIN_PREFIX = 16  # the fewest shared tokens worth reusing a cache for
+
+
+def native_bfloat16(device: str | None = None, *, cpuinfo="/proc/cpuinfo") -> bool:
+    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU, or a CPU whose flags list
+    ``amx_bf16`` or ``avx512_bf16`` (Sapphire Rapids, Zen 4; read from ``cpuinfo``, Linux; a CPU
+    whose flags cannot be read counts as without). Elsewhere bfloat16 matrix products are emulated
+    and slower than float32.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"``, ... (default: CUDA when available, as :class:`HFBackend`).
+        cpuinfo: the file the CPU flags are read from.
+    """
+    if device is None:
+        torch, _ = _import_torch()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
+    if device.startswith("cuda"):
+        return True
+    if device != "cpu":
+        return False
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf8", errors="replace")
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[-1].split())
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
 
 
 def _prompts(prompts) -> list[str]:
@@ -87,6 +118,10 @@ class HFBackend:
         prefix_cache: reuse the key-value cache of the previous prompt for the tokens this prompt
             shares with it (at least 16). The answers are those of a full forward pass up to
             floating-point rounding (the same numbers summed in other blocks).
+        threads: torch's CPU threads (``torch.set_num_threads``, which holds for the whole
+            process), ``>= 1``; ``None`` (default) leaves torch's choice. On a CPU that other
+            processes share, one thread runs steadily where two wait for each other whenever
+            one is descheduled.
 
     Attributes:
         name, dtype, device, max_new_tokens: as loaded; ``load_seconds``: the time to load;
@@ -104,6 +139,7 @@ class HFBackend:
         device: str | None = None,
         local_files_only: bool | None = None,
         prefix_cache: bool = True,
+        threads: int | None = None,
     ):
         import time
 
@@ -121,7 +157,11 @@ class HFBackend:
         local = Path(model).is_dir()
         if local_files_only is None:
             local_files_only = local
+        if threads is not None:
+            threads = v.positive_int("threads", threads)
         torch, transformers = _import_torch()
+        if threads is not None:
+            torch.set_num_threads(threads)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = dtype
         gguf = {} if gguf_file is None else {"gguf_file": str(gguf_file)}
@@ -263,7 +303,7 @@ def offline_backend(
     With ``convert=True`` (default) the model is read from its de-quantised copy in the cache
     (made by :func:`convert_gguf` on first use: a minute or two for ``"qwen"``, 6.2 GB on disk);
     the weights are the same numbers either way. Other keyword arguments go to
-    :class:`HFBackend` (``dtype``, ``max_new_tokens``, ``device``, ``prefix_cache``).
+    :class:`HFBackend` (``dtype``, ``max_new_tokens``, ``device``, ``prefix_cache``, ``threads``).
 
     Raises:
         ValueError: an unknown ``which``.

@@ -8,8 +8,15 @@
   ``drop_last``). Training is one ``jit`` of a ``lax.scan`` over epochs and batches; it does not use
   :func:`iclgd.train`, whose loss sees a PRNG key per step but not the step's position in an epoch.
 * **The cosine guess** ``5 cos(e_1, e_2)``: no training, the embedder's own notion of similarity.
+* **Cross-fitted guesses** (:func:`cross_fit_guesses`): the guess model's out-of-fold predictions
+  on its own training pairs. A context pair's guess then comes from a model that never saw that
+  pair, as the query's does, so the demonstrations do not overstate the guess's reliability (in
+  sample, the App. C.3 model's error on its training pairs is well below its test error).
+* **In-context calibration** (:func:`calibrated_guess`): per prompt, the least-squares line
+  ``score ~ a + b guess`` through the ``C`` context pairs, applied to the query's guess -- what a
+  learner that fits a line from the guess in context computes, with no language model.
 
-Both are clipped to the score range ``[0, 5]`` by default.
+All are clipped to the score range ``[0, 5]`` by default.
 """
 
 from __future__ import annotations
@@ -23,7 +30,15 @@ import optax
 
 from .. import checks as v
 
-__all__ = ["GuessFit", "init_guess_mlp", "guess_mlp", "train_guess_model", "cosine_guess"]
+__all__ = [
+    "GuessFit",
+    "init_guess_mlp",
+    "guess_mlp",
+    "train_guess_model",
+    "cosine_guess",
+    "cross_fit_guesses",
+    "calibrated_guess",
+]
 
 SCORE_MAX = 5.0
 
@@ -167,3 +182,70 @@ def train_guess_model(
             f"{epochs}; lower learning_rate (got {lr})"
         )
     return GuessFit(params, losses)
+
+
+def cross_fit_guesses(key: jax.Array, E1, E2, y, *, folds: int = 5, **train_kw) -> np.ndarray:
+    """Out-of-fold guesses of the App. C.3 model on its own training pairs.
+
+    The pairs are split at random into ``folds`` parts of (nearly) equal size; the guesses of
+    part ``k`` come from :func:`train_guess_model` trained on the other parts.
+
+    Args:
+        key: PRNG key of the split (``fold_in(key, 0)``) and of fold ``k``'s training
+            (``fold_in(key, k + 1)``).
+        E1, E2: ``(n, D)`` embeddings of the first and second sentences; y: ``(n,)`` scores.
+        folds: ``2 <= folds <= n``.
+        train_kw: passed to :func:`train_guess_model` (``epochs``, ``batch_size``, ...).
+
+    Returns:
+        ``(n,)`` guesses, clipped to ``[0, 5]``.
+    """
+    v.prng_key("key", key)
+    X, y = _pairs(E1, E2, y)
+    n = X.shape[0]
+    folds = v.positive_int("folds", folds, minimum=2)
+    if folds > n:
+        raise ValueError(f"folds must be <= the number of pairs {n}, got {folds}")
+    D = X.shape[1] // 2
+    part = np.empty(n, int)
+    part[np.asarray(jax.random.permutation(jax.random.fold_in(key, 0), n))] = np.arange(n) % folds
+    out = np.empty(n)
+    for k in range(folds):
+        tr, te = part != k, part == k
+        fit = train_guess_model(
+            jax.random.fold_in(key, k + 1), X[tr, :D], X[tr, D:], y[tr], **train_kw
+        )
+        out[te] = guess_mlp(fit.params, X[te, :D], X[te, D:])
+    return out
+
+
+def calibrated_guess(context_guess, context_score, query_guess, *, clip: bool = True) -> np.ndarray:
+    """In-context calibration of a guess: least squares ``score ~ a + b guess`` per prompt.
+
+    For prompt ``r`` the line is fitted to the ``C`` points ``(context_guess[r, i],
+    context_score[r, i])`` and evaluated at ``query_guess[r]``: ``b = cov / var`` of the context's
+    guesses and scores, ``a = mean(score) - b mean(guess)``; when the context's guesses are all
+    equal (``var = 0``) ``b = 0``, the prediction is the context's mean score.
+
+    Args:
+        context_guess, context_score: ``(R, C)`` the context pairs' guesses and true scores.
+        query_guess: ``(R,)`` the queries' guesses.
+        clip: clip to ``[0, 5]`` (default).
+
+    Returns:
+        ``(R,)`` the calibrated guesses.
+    """
+    dims = v.Dims()
+    g = np.asarray(v.array("context_guess", context_guess, "R C", dims), np.float64)
+    s = np.asarray(
+        v.array("context_score", context_score, "R C", dims, what="to match context_guess"),
+        np.float64,
+    )
+    q = np.asarray(
+        v.array("query_guess", query_guess, "R", dims, what="(one per prompt)"), np.float64
+    )
+    gc, sc = g - g.mean(1, keepdims=True), s - s.mean(1, keepdims=True)
+    var = np.sum(gc**2, 1)
+    b = np.divide(np.sum(gc * sc, 1), var, out=np.zeros_like(var), where=var > 0)
+    out = s.mean(1) + b * (q - g.mean(1))
+    return np.clip(out, 0.0, SCORE_MAX) if clip else out

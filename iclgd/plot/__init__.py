@@ -24,7 +24,8 @@ Index (notebook -> function):
 * ``part1/multihead_experiments``: Fig. 2 -> :func:`fig2_heads`, Fig. 3 -> :func:`fig3_prior_mean`,
   Fig. 4 -> :func:`fig4_initial_guess`.
 * ``part1/yq_lsa``: Fig. 5 -> :func:`fig5_yq_training`, Fig. 5(b) -> :func:`fig5b_yq_vs_gd`.
-* ``part1/sts_b``: Fig. 6 -> :func:`fig6_refinement`.
+* ``part1/sts_b``: Fig. 6 -> :func:`fig6_refinement`, its paired differences ->
+  :func:`fig6_paired_differences`.
 * ``part2/inference``: Fig. 2(a) -> :func:`fig2a_inference`, Fig. 3 -> :func:`fig3_gap`.
 * ``part2/deep``: Fig. 2(b) -> :func:`deep_losses`, Fig. 5 -> :func:`heads_budget`.
 * ``risk_ladder``: every model's risk on one task -> :func:`risk_ladder`.
@@ -32,7 +33,7 @@ Index (notebook -> function):
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
 from .ladder import risk_ladder
-from .llm import fig6_refinement
+from .llm import fig6_paired_differences, fig6_refinement
 from .multihead import fig2_heads, fig3_prior_mean, fig4_initial_guess, gd_gap, heads_optimum
 from .pgd import (
     gd_baselines,
@@ -53,6 +54,7 @@ __all__ = [
     "STYLE",
     "fig1_prior_mean",
     "fig6_refinement",
+    "fig6_paired_differences",
     "fig2a_inference",
     "fig3_gap",
     "fig2_heads",
