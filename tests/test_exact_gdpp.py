@@ -94,6 +94,29 @@ def test_gdpp_critical_point_and_search():
         exact.gdpp_critical_point(2, n, d, [0.1, np.nan])
 
 
+def test_gdpp_multistart_and_lowest():
+    from iclgd.exact.gdpp import _LOWEST_FOUND, _gdpp_functions
+
+    n, d = 10, 5
+    fn = _gdpp_functions(2, n, d)
+    x = np.array([-0.5, -2.0, 0.3])
+    f, g = fn.fg64(x)
+    assert abs(f - fn.f64(x)) < 1e-9 and np.allclose(g, fn.g64(x), rtol=1e-4, atol=1e-6)
+    s = exact.gdpp_multistart(2, n, d, jax.random.key(5), 20, refine=2)
+    assert s.starts == 20 and 1 <= len(s.points) <= 2
+    assert all(p.grad_norm < 1e-25 for p in s.points)
+    assert [p.risk for p in s.points] == sorted(p.risk for p in s.points)
+    low = exact.gdpp_lowest(2, n, d)  # the stored search: nothing lower in a new one
+    assert low.grad_norm < 1e-25 and low.hess_eigs.min() > 0
+    assert low.risk <= s.points[0].risk * (1 + 1e-12)
+    assert low.risk < float(exact.optimal_scalars(2, n, d).risk)
+    assert (3, 10, 5) in _LOWEST_FOUND and (3, 20, 5) in _LOWEST_FOUND
+    with pytest.raises(ValueError, match="not been searched"):
+        exact.gdpp_lowest(2, 7, 3)
+    with pytest.raises(ValueError, match="refine"):
+        exact.gdpp_multistart(2, n, d, jax.random.key(5), 2, refine=0)
+
+
 def test_gdpp_critical_points_inits():
     n, d = 10, 3
     a_opt = exact.optimal_scalars(2, n, d).a

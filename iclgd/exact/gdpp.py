@@ -500,10 +500,18 @@ def gdpp_multistart(
 
 
 # The lowest strict local minima of the GD++ loss on S that gdpp_multistart found, per (L, n, d):
-# (key, starts) of the search and the point's scalars (a, b without the last b), to 4 digits.
-# Newton (gdpp_lowest) restores the critical point from them; tests/test_exact_gdpp.py re-runs a
-# smaller search and checks that it finds nothing lower.
-_LOWEST_FOUND: dict = {}
+# gdpp_multistart(L, n, d, jax.random.key(key), starts) with its default spreads, and the lowest
+# point's scalars (a, b without the last b) to 4 digits (2026-11-26). Newton (gdpp_lowest)
+# restores the critical point from them; tests/test_exact_gdpp.py checks that a new, smaller
+# search at (2, 10, 5) finds nothing lower, and multi_layer/baselines that theirs do not.
+_LOWEST_FOUND: dict = {
+    (3, 10, 5): {"key": 0, "starts": 300, "point": ([-0.539, -1.5704, -11.781], [0.297, 0.9482])},
+    (2, 10, 5): {"key": 0, "starts": 300, "point": ([-0.3738, -3.0163], [0.9229])},
+    (2, 20, 5): {"key": 0, "starts": 300, "point": ([-0.5168, -3.4747], [0.8685])},
+    (3, 20, 5): {"key": 0, "starts": 300, "point": ([-0.3383, -2.0908, -8.5681], [0.8776, 0.5782])},
+    (2, 3, 5): {"key": 0, "starts": 300, "point": ([-0.3218, -1.4179], [0.3589])},
+    (3, 3, 5): {"key": 0, "starts": 300, "point": ([-0.5071, -0.3955, -5.292], [0.1132, 1.5451])},
+}
 
 
 @functools.cache
