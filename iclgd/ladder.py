@@ -25,7 +25,8 @@ For a prior ``x ~ N(0, Sigma)``, ``w ~ N(mu, Omega)``, ``y = w^T x + eps``
   (:func:`iclgd.exact.theorem1_optimal_A`);
 * where Theorems 4-5 apply (``mu = 0``, ``Omega = Sigma^{-1}``, no noise): the optimal ``L``-layer
   sparse transformer on Theorem 4's set ``S`` (:func:`iclgd.exact.optimal_scalars`) and the lowest
-  strict local minimum of GD++ on Theorem 5's set (:func:`iclgd.exact.gdpp_critical_points`).
+  strict local minimum of GD++ on Theorem 5's set found so far (:func:`iclgd.exact.gdpp_lowest`,
+  the same value in every chapter; an upper bound on the minimum).
 
 Rungs that do not apply to a prior are left out and listed, with the reason, in
 :attr:`Ladder.skipped`. :func:`relations` lists the orderings between rungs that are theorems for
@@ -43,6 +44,7 @@ import scipy.optimize as so
 
 from . import checks as v
 from . import exact
+from .exact.gdpp import _LOWEST_FOUND
 from .tasks import Prior, check_prior, standard_normal
 
 __all__ = [
@@ -73,7 +75,7 @@ RUNGS: dict[str, tuple[str, str]] = {
     "lsa1": ("LSA, H = 1", "Xie eq. 3"),
     "lsa_d": ("LSA, H >= d+1", "Xie Thm. 1"),
     "yq_lsa": ("y_q-LSA (trained guess)", "Xie Def. 3, Sec. 4.2"),
-    "lt1": ("linear TF, 1 layer", "Ahn Thm. 1"),
+    "lt1": ("linear TF, 1 layer, b = e_d+1", "Ahn Thm. 1, eq. 7"),
     "eq8": ("Ahn eq. 8 (printed optimum)", "Ahn Thm. 1, eq. 8"),
     "sparse2": ("sparse TF on S, 2 layers", "Ahn Thm. 4"),
     "sparse3": ("sparse TF on S, 3 layers", "Ahn Thm. 4"),
@@ -162,6 +164,8 @@ class Relation(NamedTuple):
         op: ``"<="`` or ``"=="``.
         reason: why it holds.
         tol: allowed violation (absolute): Monte Carlo error or float64 rounding.
+        theorem: ``False`` for a consistency check that holds by the construction of the rungs
+            (nested least squares, a zero Bayes risk, a search space that contains the other).
     """
 
     lhs: str
@@ -169,11 +173,10 @@ class Relation(NamedTuple):
     rhs: str
     reason: str
     tol: float
+    theorem: bool = True
 
 
-# ----------------------------------------------------------------------------------------------
-# settings
-# ----------------------------------------------------------------------------------------------
+# --- settings --------------------------------------------------------------------------------
 
 
 def _arrays(prior: Prior):
@@ -225,9 +228,7 @@ def null_risk(prior: Prior) -> float:
     return float(np.trace(S @ (Om + np.outer(mu, mu)))) + s2
 
 
-# ----------------------------------------------------------------------------------------------
-# ridge
-# ----------------------------------------------------------------------------------------------
+# --- ridge -----------------------------------------------------------------------------------
 
 
 def _ridge_draws(prior: Prior, C: int, key, n: int):
@@ -330,9 +331,7 @@ def _ridge_risk(prior: Prior, C: int, lam: float | None, key, n_mc: int) -> Ridg
     )
 
 
-# ----------------------------------------------------------------------------------------------
-# the ladder
-# ----------------------------------------------------------------------------------------------
+# --- the ladder ------------------------------------------------------------------------------
 
 
 def _rung(key: str, risk: float, stderr: float = 0.0, method: str = "exact", detail: str = ""):
@@ -366,7 +365,8 @@ def risk_ladder(
         lsa_steps: L-BFGS iterations per start of that search.
         lsa_method: its ``method``: ``"auto"`` (subspaces seeded by L-BFGS on the weights; the
             most reliable) or ``"subspace"`` (random subspaces only: one compilation less).
-        gdpp_starts: starts of the GD++ critical-point search (the first is the ``B = 0`` optimum).
+        gdpp_starts: starts of the GD++ critical-point search (the first is the ``B = 0`` optimum)
+            where :func:`iclgd.exact.gdpp_lowest` has no value for ``(L, C, d)``.
 
     Returns:
         :class:`Ladder`.
@@ -432,13 +432,17 @@ def risk_ladder(
             o = exact.optimal_scalars(L, C, d)
             a = ", ".join(f"{x:.3g}" for x in o.a)
             rungs.append(_rung(f"sparse{L}", float(o.risk), detail=f"a = ({a})"))
-        for L in (2, 3):
-            srch = exact.gdpp_critical_points(L, C, d, jax.random.fold_in(k_pp, L), gdpp_starts)
-            best = [p for p in srch.points if p.hess_eigs.min() > 0]
+        for L in (2, 3):  # one value per (L, n, d) in every chapter where the library has it
+            if (L, C, d) in _LOWEST_FOUND:
+                best = [exact.gdpp_lowest(L, C, d)]
+            else:
+                s = exact.gdpp_critical_points(L, C, d, jax.random.fold_in(k_pp, L), gdpp_starts)
+                best = [p for p in s.points if p.hess_eigs.min() > 0]
             if not best:
                 skipped[f"gdpp{L}"] = "no strict local minimum found on S"
                 continue
-            rungs.append(_rung(f"gdpp{L}", best[0].risk, method="search"))
+            ab = ", ".join(f"{x:.3g}" for x in (*best[0].a, *best[0].b[: L - 1]))
+            rungs.append(_rung(f"gdpp{L}", best[0].risk, method="search", detail=f"a, b = {ab}"))
     else:
         why = "Theorems 4-5 need mu = 0, Omega = Sigma^-1 and no label noise"
         skipped.update({f"{m}{L}": why for m in ("sparse", "gdpp") for L in (2, 3)})
@@ -447,9 +451,7 @@ def risk_ladder(
     return Ladder(prior, C, tuple(rungs), skipped)
 
 
-# ----------------------------------------------------------------------------------------------
-# the theorems between rungs
-# ----------------------------------------------------------------------------------------------
+# --- the theorems between rungs --------------------------------------------------------------
 
 
 _Z, _RTOL = 4.0, 1e-9  # the defaults of relations (and of check_relations)
@@ -483,6 +485,9 @@ def relations(lad: Ladder, *, z: float = _Z, rtol: float = _RTOL) -> list[Relati
         rtol: relative tolerance of the exact relations (float64 rounding, search convergence);
             at least ``50 eps`` of the prior's dtype (``6e-6`` for float32).
 
+    Consistency checks that hold by construction have ``theorem=False``: ``k`` tuned steps against
+    ``k - 1``, GD++ against ``B = 0``, and Bayes against any rung where its risk is exactly 0.
+
     Returns:
         The :class:`Relation` whose two rungs are both on the ladder.
     """
@@ -505,15 +510,18 @@ def _relations(lad: Ladder, z: float, rtol: float) -> list[Relation]:
     have = set(lad.keys())
     out = []
 
-    def add(lhs, op, rhs, reason):
+    def add(lhs, op, rhs, reason, theorem=True):
         if lhs in have and rhs in have:
             a, b = lad.get(lhs), lad.get(rhs)
             se = z * float(np.hypot(a.stderr, b.stderr))
-            out.append(Relation(lhs, op, rhs, reason, se + rtol * max(abs(a.risk), abs(b.risk))))
+            tol = se + rtol * max(abs(a.risk), abs(b.risk))
+            out.append(Relation(lhs, op, rhs, reason, tol, theorem))
 
+    zero_bayes = "bayes" in have and lad.get("bayes").risk == 0.0  # C >= d, no noise: exactly 0
     for k in lad.keys():
         if k != "bayes":
-            add("bayes", "<=", k, "Bayes posterior mean minimises the risk")
+            why = "Bayes posterior mean minimises the risk"
+            add("bayes", "<=", k, why + (" (Bayes = 0)" if zero_bayes else ""), not zero_bayes)
     add("lsa1", "<=", "gd0", "1 GD step from 0 is a 1-head LSA (Xie eq. 7-9)")
     add("lsa_d", "<=", "lsa1", "H = 1 is a special case of H >= d+1")
     add("lsa1", "<=", "lt1", "Ahn's 1 layer (b = e_d+1) is a 1-head LSA with y_q = 0")
@@ -522,10 +530,12 @@ def _relations(lad: Ladder, z: float, rtol: float) -> list[Relation]:
     add("yq_lsa", "<=", "lsa_d", "y_q = 0 is the guess g = 0")
     add("yq_lsa", "<=", "gd_mu", "1 GD step from mu is a y_q-LSA with guess mu (Xie eq. 9)")
     add("gd_mu", "<=", "gd0", "a fixed step's risk grows with E[(w - w0)(w - w0)^T]")
-    add("pgd2", "<=", "pgd1", "tuned 2-step polynomials include the 1-step ones")
-    add("pgd3", "<=", "pgd2", "tuned 3-step polynomials include the 2-step ones")
+    nested = "(nested least squares of one engine)"
+    add("pgd2", "<=", "pgd1", f"tuned 2-step polynomials include the 1-step ones {nested}", False)
+    add("pgd3", "<=", "pgd2", f"tuned 3-step polynomials include the 2-step ones {nested}", False)
     for L in (2, 3):
-        add(f"gdpp{L}", "<=", f"sparse{L}", "B = 0 makes GD++ the sparse transformer")
+        why = "B = 0 makes GD++ the sparse transformer (the search space contains it)"
+        add(f"gdpp{L}", "<=", f"sparse{L}", why, False)
         add(
             f"sparse{L}", "==", f"pgd{L}", "on S the sparse TF is precond. GD (Ahn Lemma 2, Thm. 4)"
         )

@@ -136,6 +136,18 @@ def test_relations_hold_and_can_fail(ladders):
     assert ("lsa_d", "lsa1") in failed and ("yq_lsa", "lsa_d") not in failed
 
 
+def test_relations_by_construction_are_not_theorems(ladders):
+    kinds = {(r.lhs, r.rhs): r.theorem for r in ladder.relations(ladders["part3"])}
+    assert not kinds["pgd3", "pgd2"] and not kinds["gdpp3", "sparse3"]  # by construction
+    assert kinds["sparse3", "pgd3"] and kinds["lsa1", "lt1"]  # theorems
+    zero = ladders["part1"].get("bayes").risk == 0.0  # C >= d, no noise: Bayes is exactly 0
+    assert zero and not any(
+        r.theorem for r in ladder.relations(ladders["part1"]) if r.lhs == "bayes"
+    )
+    noisy = [r for r in ladder.relations(ladders["noisy"]) if r.lhs == "bayes"]
+    assert noisy and all(r.theorem for r in noisy)  # a positive Bayes risk: a real comparison
+
+
 def test_ladder_bad_input():
     p = iclgd.make_prior(2)
     with pytest.raises(TypeError, match="prior"):
