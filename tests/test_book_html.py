@@ -428,7 +428,8 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
         result = reply["result"]["value"]
         if shots is not None:
             _screenshot(browser, session, shots.with_name(shots.name + ".png"))
-            figure = _clip(browser, session, ".cell_output img")
+            # the first figure shown: a paper-scale tab's (iclgd_paper_runs.py) or a cell's
+            figure = _clip(browser, session, ".iclgd-paper-output img, .cell_output img")
             if figure:
                 _screenshot(browser, session, shots.with_name(shots.name + "-figure.png"), figure)
         result["tables"] = []
