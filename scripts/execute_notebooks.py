@@ -25,7 +25,11 @@ with the error in that cell's output and the failures listed in its execution re
 ``--deadline SECONDS`` (for a machine lent for a fixed time): past that many seconds from the
 script's start, the cell running is interrupted (its output shows the ``KeyboardInterrupt``) and
 the cells after it are not run; the notebook is still written, with what ran, and its execution
-record lists the cells left out (``not_run_cells``). Implies ``--allow-errors``.
+record lists the cells left out (``not_run_cells``). Implies ``--allow-errors``. A notebook
+whose turn comes after the deadline is not started (nor written): ``[skipped]``.
+
+``--no-status``: leave ``book/_generated`` alone (``status.json``, the errata page, the overview);
+for the lanes of ``scripts/paper_run.sh``, which run side by side in one copy of the book.
 
 The kernel is the notebook's kernelspec (default ``python3``), i.e. the Python environment running
 this script when ipykernel is installed in it; the versions recorded are this environment's.
@@ -168,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run every cell even after one fails; write the notebook with its errors",
     )
     parser.add_argument(
+        "--no-status",
+        action="store_true",
+        help="do not regenerate status.json, the errata page and the overview afterwards",
+    )
+    parser.add_argument(
         "--deadline",
         type=float,
         default=None,
@@ -188,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[Path] = []
     for path in paths:
         rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+        if deadline is not None and time.monotonic() >= deadline - 1:
+            failed.append(path)
+            print(f"[skipped] {rel}: the --deadline had passed; not started", flush=True)
+            continue
         print(f"[execute] {rel} (ICLGD_SCALE={scale}) ...", flush=True)
         try:
             wall, bad = execute_one(
@@ -212,9 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[FAILED]  {rel}: {wall:.1f} s, written with errors: {cells}", flush=True)
             continue
         print(f"[ok]      {rel}: {wall:.1f} s", flush=True)
-    status = record_status.write_status()
-    print(f"wrote {status.relative_to(REPO)}")
-    make_errata.main([])  # the errata page and the landing overview read the new times
+    if not args.no_status:
+        status = record_status.write_status()
+        print(f"wrote {status.relative_to(REPO)}")
+        make_errata.main([])  # the errata page and the landing overview read the new times
     if failed:
         print(
             f"{len(failed)} notebook(s) failed: " + ", ".join(str(p) for p in failed),

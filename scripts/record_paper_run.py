@@ -6,8 +6,12 @@ run at ``ICLGD_SCALE=paper`` is made on a copy of the book, for example a git wo
     git worktree add /tmp/paper HEAD && cd /tmp/paper
     ICLGD_SCALE=paper python scripts/execute_notebooks.py --scale paper book/part3/gdpp.ipynb
 
+or, for the whole book on a machine lent for a fixed time, ``bash scripts/paper_run.sh OUT``
+(``OUT/paper_run.tgz``: the executed copies and ``run.json``, the run's device, commit, deadline
+and wall times).
+
 This script then copies, from each executed copy, what a reader needs to see the paper-scale
-result. Each chapter's record (``"format": 2``) holds:
+result. Each chapter's record (``"format": 3``) holds:
 
 * ``device`` (``--device``), ``jax_version`` (from the execution record's versions), ``commit``
   (of the copy) and ``recorded_at``;
@@ -21,15 +25,20 @@ result. Each chapter's record (``"format": 2``) holds:
   date, cores, versions, failed and not-run cells);
 * ``glue``: every glued value; ``cells``: each code cell's printed text (stdout and
   ``text/plain`` results; glue outputs and errors left out) and its figures, written as PNG files
-  under ``book/_generated/paper_runs/``.
+  under ``book/_generated/paper_runs/``;
+* ``run``: for a chapter recorded from a whole-book run (``--run``), that run
+  (:func:`run_summary`: its wall time, lanes, this chapter's lane, deadline, start); ``null``
+  for a chapter run on its own.
 
-Records written before format 2 read with ``code_sha256`` and ``asserts`` ``null`` (stale). The
+Records written before format 2 read with ``code_sha256`` and ``asserts`` ``null`` (stale),
+records before format 3 with ``run`` ``null``. The
 status page shows one table of every chapter and the cells' output in dropdowns
 (``{iclgd-paper-runs}``, ``book/_ext/iclgd_sphinx.py``). Nothing is typed by hand: every number
 comes from the executed cells.
 
 Usage::
 
+    python scripts/record_paper_run.py --run OUT/paper_run.tgz   # every chapter of a run
     python scripts/record_paper_run.py --device "2 CPU cores (AMD EPYC), no GPU" \\
         /tmp/paper/book/part3/figs_1_2.ipynb /tmp/paper/book/part3/gdpp.ipynb
     python scripts/record_paper_run.py --freshness   # fresh / stale / missing per chapter
@@ -44,6 +53,8 @@ import json
 import re
 import subprocess
 import sys
+import tarfile
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,10 +62,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 RUNS_JSON = REPO / "book" / "_generated" / "paper_runs.json"
 FIG_DIR = REPO / "book" / "_generated" / "paper_runs"
-FORMAT = 2  # of paper_runs.json: 2 added code_sha256, jax_version, asserts
+FORMAT = 3  # of paper_runs.json: 2 added code_sha256, jax_version, asserts; 3 added run
 
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import paper_run_plan  # noqa: E402  (sibling script: the lanes' plan, updated from GPU runs)
 import record_status  # noqa: E402  (sibling script: code_sha256, toc_notebooks, titles)
 
 
@@ -225,14 +237,17 @@ ABOUT = (
     "do not edit by hand. Each record: device, jax_version, commit, recorded_at, code_sha256 "
     "(scripts/record_status.py:code_sha256 of the executed copy; null: recorded before format 2), "
     "asserts (per asserting code cell: held true/false/null = not run; null: not recorded), "
-    "execution (the notebook's execution record), glue, cells (printed text and figures)."
+    "execution (the notebook's execution record), glue, cells (printed text and figures), "
+    "run (the whole-book run of scripts/paper_run.sh it came from: wall_time_s of the run, lanes, "
+    "this chapter's lane, deadline_s, started_at; null: recorded on its own or before format 3)."
 )
 
 
 def migrate(runs: dict[str, Any]) -> dict[str, Any]:
     """``runs`` in the current :data:`FORMAT`: records written before format 2 get
     ``code_sha256`` and ``asserts`` ``None`` (not recorded: such a record is stale) and their
-    ``jax_version`` from their execution record. Nothing else is added."""
+    ``jax_version`` from their execution record; records before format 3 get ``run`` ``None``
+    (not from a whole-book run). Nothing else is added."""
     if not isinstance(runs, dict) or not isinstance(runs.get("runs", {}), dict):
         raise TypeError("runs must be a dict with a 'runs' dict (book/_generated/paper_runs.json)")
     version = runs.get("format", 1)
@@ -245,6 +260,7 @@ def migrate(runs: dict[str, Any]) -> dict[str, Any]:
         head["jax_version"] = run.get("jax_version", (ex.get("versions") or {}).get("jax"))
         head["code_sha256"] = run.get("code_sha256")
         head["asserts"] = run.get("asserts")
+        head["run"] = run.get("run")
         out["runs"][key] = head | {k: v for k, v in run.items() if k not in head}
     return out
 
@@ -264,9 +280,22 @@ def write_runs(runs: dict[str, Any], path: Path | None = None) -> Path:
     return path
 
 
-def record(paths: list[Path], device: str, commit: str | None = None) -> dict[str, Any]:
+def record(
+    paths: list[Path],
+    device: str,
+    commit: str | None = None,
+    run: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Record the executed copies ``paths`` (each ``.../book/<chapter>.ipynb`` run at paper
-    scale) into ``book/_generated/paper_runs.json`` and their figures into ``FIG_DIR``."""
+    scale) into ``book/_generated/paper_runs.json`` and their figures into ``FIG_DIR``.
+
+    Args:
+        paths: executed copies of chapters.
+        device: the machine, e.g. ``"1 NVIDIA H100 80GB HBM3, 16 CPU cores"``.
+        commit: the commit of the copy (default: the copy's git HEAD).
+        run: ``{chapter key: run summary}`` (:func:`run_summary`) for chapters of a whole-book
+            run; the others get ``run`` ``None``.
+    """
     if not isinstance(device, str) or not device.strip():
         raise ValueError("device must name the machine, e.g. '1 NVIDIA H100'")
     runs = load_runs()
@@ -298,9 +327,80 @@ def record(paths: list[Path], device: str, commit: str | None = None) -> dict[st
             "execution": execution,
             "glue": glued(nb),
             "cells": cells,
+            "run": (run or {}).get(key),
         }
     write_runs(runs)
     return load_runs()
+
+
+def run_summary(run: dict[str, Any], key: str) -> dict[str, Any]:
+    """What a chapter's record keeps of its whole-book run (``run.json`` of
+    ``scripts/paper_run.sh``): the run's ``wall_time_s`` (first lane's start to last lane's
+    end), ``total_s`` (wheels and copy included), ``lanes``, this chapter's ``lane`` (from 1)
+    and the ``lane_wall_time_s`` of that lane, ``deadline_s``, ``started_at``, ``chapters``
+    (how many it ran) and ``dirty`` (the tree had uncommitted changes to iclgd/, book/ or
+    scripts/; ``None``: the copy had no git to ask)."""
+    nb = run["notebooks"][key]
+    lane = run["lanes"][nb["lane"] - 1]
+    return {
+        "wall_time_s": run.get("wall_time_s"),
+        "total_s": run.get("total_s"),
+        "lanes": len(run["lanes"]),
+        "lane": nb["lane"],
+        "lane_wall_time_s": lane.get("wall_time_s"),
+        "deadline_s": run.get("deadline_s"),
+        "started_at": run.get("started_at"),
+        "chapters": len(run["notebooks"]),
+        "dirty": run.get("dirty"),
+    }
+
+
+def _run_folder(source: Path, tmp: Path) -> Path:
+    """The ``paper_run/`` folder of ``source``: ``paper_run.tgz``, its unpacked folder, or the
+    folder holding it."""
+    source = Path(source)
+    if source.is_file():
+        with tarfile.open(source, "r:gz") as tar:
+            tar.extractall(tmp, filter="data")
+        source = tmp
+    for folder in (source, source / "paper_run"):
+        if (folder / "run.json").is_file():
+            return folder
+    raise ValueError(f"{source}: no run.json (give OUT/paper_run.tgz of scripts/paper_run.sh)")
+
+
+def record_run(
+    source: Path, commit: str | None = None, device: str | None = None, plan: Path | None = None
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Record every chapter a whole-book run executed (``scripts/paper_run.sh``'s
+    ``paper_run.tgz`` or its unpacked folder), each with :func:`run_summary`; the device and
+    commit come from its ``run.json`` unless given. A GPU run's times update the lanes' plan
+    ``plan`` (default ``scripts/paper_run_plan.json``; :func:`paper_run_plan.update`).
+
+    Returns:
+        ``(runs, recorded, not_executed)``: the new ``paper_runs.json`` content, the chapters
+        recorded and those the run did not execute (the deadline had passed before their turn).
+
+    Raises:
+        ValueError: no ``run.json``, no commit to record, or a chapter the book lacks.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = _run_folder(Path(source), Path(tmp))
+        run = json.loads((folder / "run.json").read_text(encoding="utf8"))
+        commit = commit or run.get("commit")
+        if not commit:
+            raise ValueError(
+                f"{source}: run.json names no commit (the copy had no .git): give --commit"
+            )
+        done = [k for k, nb in run["notebooks"].items() if nb.get("executed")]
+        skipped = [k for k in run["notebooks"] if k not in done]
+        summaries = {k: run_summary(run, k) for k in done}
+        runs = record([folder / k for k in done], device or run["device"], commit, summaries)
+    if run.get("gpu"):
+        path = paper_run_plan.PLAN if plan is None else plan
+        new = paper_run_plan.update(paper_run_plan.load_plan(path), run, Path(source).name)
+        path.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n", encoding="utf8")
+    return runs, done, skipped
 
 
 def chapter_notebooks() -> dict[str, Path]:
@@ -397,6 +497,46 @@ def _result(execution: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def whole_runs(records: dict[str, Any]) -> list[str]:
+    """Markdown lines, one per run of ``scripts/paper_run.sh`` that the records come from,
+    newest first: when, device, commit, how many of its chapters are recorded, lanes, the
+    run's wall time (first lane's start to last lane's end) against its deadline, and with the
+    wheels' install and the copy; an empty list when no record comes from such a run."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in records.values():
+        whole = rec.get("run")
+        if not whole:
+            continue
+        key = (str(whole.get("started_at")), str(rec.get("device")))
+        entry = seen.setdefault(key, {"run": whole, "commit": rec.get("commit"), "n": 0})
+        entry["n"] += 1
+    lines = []
+    fmt = record_status._fmt_seconds
+    for (started, device), e in sorted(seen.items(), reverse=True):
+        w = e["run"]
+        commit = f", commit `{e['commit']}`" if e["commit"] else ""
+        commit += " with uncommitted changes" if commit and w.get("dirty") else ""
+        when = started.replace("T", " ").removesuffix("Z")[:16]
+        lines.append(
+            f"- `scripts/paper_run.sh` of {when} UTC on "
+            f"{_cell_text(device)}{commit}: {_n(w.get('chapters'), 'chapter')} in "
+            f"{_n(w.get('lanes'), 'lane')} "
+            f"side by side, **{fmt(w.get('wall_time_s'))}** from the first lane's start to "
+            f"the last one's end (deadline {fmt(w.get('deadline_s'))}; {fmt(w.get('total_s'))} "
+            f"with the wheels' install and the copy of the book); {e['n']} of its chapters "
+            "recorded here."
+        )
+    return [""] + lines if lines else []
+
+
+def _n(count: Any, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _cell_text(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 FRESHNESS_TEXT = {
     "fresh": "fresh",
     "stale": "**stale**",
@@ -451,11 +591,18 @@ def render_markdown(
         scale = (
             f"`{cell(ex.get('scale', '?'))}`, {record_status._fmt_seconds(ex.get('wall_time_s'))}"
         )
+        whole = run.get("run")
+        if whole:
+            scale += (
+                f"; lane {whole['lane']} of {whole['lanes']} of a "
+                f"{record_status._fmt_seconds(whole.get('wall_time_s'))} run"
+            )
         state = FRESHNESS_TEXT.get(fresh.get(key, "stale"), "**stale**")
         lines.append(
             f"| {chapter} | {scale} | {cell(device)} | {cell(when)} | {state} "
             f"| {cell(asserts_held(run))} |"
         )
+    lines += whole_runs(entries)
     for key in keys:
         run = entries.get(key)
         if run is None:
@@ -479,7 +626,16 @@ def render_markdown(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("notebooks", nargs="*", type=Path, help="notebooks executed at paper scale")
-    ap.add_argument("--device", help='e.g. "1 NVIDIA H100" or "2 CPU cores"')
+    ap.add_argument(
+        "--run",
+        type=Path,
+        help="OUT/paper_run.tgz of scripts/paper_run.sh (or its unpacked folder): record every "
+        "chapter it executed, with the run's wall time; a GPU run also updates "
+        "scripts/paper_run_plan.json",
+    )
+    ap.add_argument(
+        "--device", help='e.g. "1 NVIDIA H100" or "2 CPU cores" (with --run: from its run.json)'
+    )
     ap.add_argument(
         "--commit",
         default=None,
@@ -505,8 +661,20 @@ def main(argv: list[str] | None = None) -> int:
         write_runs(load_runs())
         print(f"wrote {RUNS_JSON.relative_to(REPO)} (format {FORMAT})")
         return 0
+    if a.run:
+        if a.notebooks:
+            ap.error("give --run or notebooks, not both")
+        try:
+            _, done, skipped = record_run(a.run, a.commit, a.device)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {RUNS_JSON.relative_to(REPO)} ({len(done)} chapter(s) of {a.run})")
+        if skipped:
+            print("not executed in that run (not recorded): " + ", ".join(skipped))
+        return 0
     if not a.notebooks or not a.device:
-        ap.error("give the executed notebooks and --device (or --freshness / --migrate)")
+        ap.error("give --run, or the executed notebooks and --device (or --freshness / --migrate)")
     try:
         record(a.notebooks, a.device, a.commit)
     except ValueError as e:

@@ -1,7 +1,11 @@
-"""scripts/record_paper_run.py: paper-scale runs recorded for the status page."""
+"""Paper-scale runs: scripts/record_paper_run.py (records for the status page), the whole-book
+run (scripts/paper_run.sh, scripts/paper_run_plan.py) and the wheels it carries
+(scripts/device_wheels.py)."""
 
 import base64
+import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import device_wheels as dw  # noqa: E402
+import paper_run_plan as prp  # noqa: E402
 import record_paper_run as rpr  # noqa: E402
 import record_status  # noqa: E402
 
@@ -58,6 +64,7 @@ def test_record_and_render(tmp_path, monkeypatch):
     committed = json.loads((REPO / "book/part3/gdpp.ipynb").read_text(encoding="utf8"))
     assert run["code_sha256"] == record_status.code_sha256(committed)  # the copy's code
     assert run["asserts"] and all(a["held"] is True for a in run["asserts"])
+    assert run["run"] is None  # recorded on its own, not from scripts/paper_run.sh
     assert rpr.freshness(runs)["book/part3/gdpp.ipynb"] == "fresh"
     md = rpr.render_markdown(runs, link_for=lambda p: "/" + p)
     title = record_status.notebook_title(committed)
@@ -313,8 +320,9 @@ def test_freshness_fresh_stale_missing_and_old_records(tmp_path):
     assert migrated["runs"]["book/d.ipynb"]["jax_version"] == "0.11.2"
     assert rpr.migrate(migrated) == migrated
     assert rpr.freshness(migrated, chapters)["book/d.ipynb"] == "stale"
-    with pytest.raises(ValueError, match="format 3"):
-        rpr.migrate({"format": 3, "runs": {}})
+    assert migrated["runs"]["book/a.ipynb"]["run"] is None  # format 2: not from paper_run.sh
+    with pytest.raises(ValueError, match="format 4"):
+        rpr.migrate({"format": 4, "runs": {}})
     with pytest.raises(TypeError, match="runs must be a dict"):
         rpr.freshness([], chapters)
 
@@ -370,3 +378,294 @@ def test_an_assert_without_message_is_named_by_its_line():
     assert rpr.assert_results(nb)[0]["error"] == "AssertionError at `assert x < 1`"
     plain = _notebook([_code_cell("assert 0", [_error("AssertionError", "")])])
     assert rpr.assert_results(plain)[0]["error"] == "AssertionError"  # no traceback: the name
+
+
+# --- the whole-book run: scripts/paper_run.sh, paper_run_plan.py, record_paper_run --run ---
+
+
+def test_pack_longest_first_onto_the_least_loaded_lane():
+    times = {"a": 278, "b": 191, "c": 136, "d": 120, "e": 100, "f": 60, "g": 30, "h": 10}
+    lanes = prp.pack(times, 3)
+    assert lanes == [["a", "g"], ["b", "e", "h"], ["c", "d", "f"]]  # loads 308, 301, 316
+    assert sorted(sum(lanes, [])) == sorted(times)  # every notebook once
+    assert prp.pack(times, 20) == [[k] for k in "abcdefgh"]  # no empty lanes
+    assert prp.pack({"x": 5, "y": 5}, 1) == [["x", "y"]]  # ties by name
+    for bad in (0, -1, 2.0):
+        with pytest.raises(ValueError, match="lanes must be a positive int"):
+            prp.pack(times, bad)
+    with pytest.raises(ValueError, match="non-negative"):
+        prp.pack({"a": -1}, 2)
+
+
+def test_lane_count_follows_the_machine():
+    assert prp.lane_count(16, True, 14) == 8  # one lane per two cores beside a GPU
+    assert prp.lane_count(16, False, 14) == 4  # one per four cores on CPUs alone
+    assert prp.lane_count(2, False, 14) == 1 and prp.lane_count(16, True, 3) == 3
+    with pytest.raises(ValueError, match="cores must be"):
+        prp.lane_count(0, True, 3)
+    with pytest.raises(ValueError, match="notebooks must be"):
+        prp.lane_count(4, True, 0)
+
+
+def test_committed_plan_covers_the_book_and_fits_the_deadline(tmp_path):
+    """Every chapter of _toc.yml but the plan's exclusions is planned, and on the lent machine
+    (16 cores, a GPU) no lane's planned time exceeds scripts/paper_run.sh's default deadline."""
+    plan = prp.load_plan()
+    toc = [p.relative_to(REPO).as_posix() for p in record_status.toc_notebooks()]
+    assert set(plan["notebooks"]) | set(plan["excluded"]) == set(toc)
+    assert not set(plan["notebooks"]) & set(plan["excluded"])
+    script = (REPO / "scripts" / "paper_run.sh").read_text(encoding="utf8")
+    deadline = int(re.search(r"^deadline=(\d+)$", script, re.M)[1])
+    assert deadline <= 330  # whole run, wheels and copy included, inside 6 minutes
+    lanes = prp.plan_lanes(plan, None, 16, True)
+    assert len(lanes) == 8
+    load = [sum(plan["notebooks"][k]["seconds"] for k in lane) for lane in lanes]
+    assert max(load) < deadline, load
+    bad = json.loads((REPO / "scripts" / "paper_run_plan.json").read_text(encoding="utf8"))
+    bad["notebooks"]["book/risk_ladder.ipynb"]["seconds"] = 0
+    (tmp_path / "plan.json").write_text(json.dumps(bad), encoding="utf8")
+    with pytest.raises(ValueError, match="positive 'seconds'"):
+        prp.load_plan(tmp_path / "plan.json")
+
+
+def _tiny_repo(tmp_path: Path) -> Path:
+    """A repository whose scripts/ and iclgd/ are the real ones (links) and whose book/t/ holds
+    two small notebooks: one that runs, one that sleeps past the deadline."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    repo = tmp_path / "repo"
+    (repo / "book" / "t").mkdir(parents=True)
+    for name in ("scripts", "iclgd"):
+        (repo / name).symlink_to(REPO / name)
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    quick = [new_code_cell("x = 1\nprint(x)"), new_code_cell("assert x == 1")]
+    slow = [new_code_cell("import time\ntime.sleep(120)"), new_code_cell("assert True")]
+    nbformat.write(new_notebook(cells=quick, metadata=meta), repo / "book" / "t" / "quick.ipynb")
+    nbformat.write(new_notebook(cells=slow, metadata=meta), repo / "book" / "t" / "slow.ipynb")
+    return repo
+
+
+def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import tarfile
+
+    repo = _tiny_repo(tmp_path)
+    out = tmp_path / "out"
+    scratch = f"/tmp/iclgd-test-paper-run-{os.getpid()}"
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # python3: this venv
+        "PAPER_RUN_SCRATCH": scratch,
+    }
+    deadline = 20  # a kernel starts in a few seconds, also beside the other test worker
+    cmd = ["bash", str(repo / "scripts" / "paper_run.sh"), str(out), "--deadline", str(deadline)]
+    cmd += ["--lanes", "2", "--commit", "abc1234", "book/t/quick.ipynb", "book/t/slow.ipynb"]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # slow.ipynb was cut off
+    run = json.loads((out / "run.json").read_text(encoding="utf8"))
+    assert run["commit"] == "abc1234" and run["deadline_s"] == deadline and run["gpu"] is False
+    assert run["dirty"] is None  # no git in the tiny repository to ask
+    assert [lane["notebooks"] for lane in run["lanes"]] in (
+        [["book/t/quick.ipynb"], ["book/t/slow.ipynb"]],
+        [["book/t/slow.ipynb"], ["book/t/quick.ipynb"]],
+    )
+    quick, slow = run["notebooks"]["book/t/quick.ipynb"], run["notebooks"]["book/t/slow.ipynb"]
+    assert quick["executed"] and quick["failed_cells"] == 0 and quick["not_run_cells"] == 0
+    assert slow["executed"] and slow["not_run_cells"] == 1  # cell 1 interrupted, cell 2 not run
+    lane_walls = [lane["wall_time_s"] for lane in run["lanes"]]
+    assert run["wall_time_s"] >= max(lane_walls)
+    assert deadline - 2 <= run["wall_time_s"] < deadline + 45  # the slow lane ran to the deadline
+    assert run["total_s"] >= run["wall_time_s"]
+    with tarfile.open(out / "paper_run.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"paper_run/run.json", "paper_run/device.txt", "paper_run/lane1.log"} <= names
+    assert "paper_run/book/t/slow.ipynb" in names
+    nb = json.loads((repo / "book" / "t" / "quick.ipynb").read_text(encoding="utf8"))
+    assert nb["cells"][0]["outputs"] == []  # the checkout is not executed: the copy is
+    bad = subprocess.run(cmd[:3] + ["--deadline", "5m"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "whole seconds" in bad.stderr
+
+
+def _run_folder(tmp_path: Path, gpu: bool) -> Path:
+    """paper_run/ of a two-lane run: gdpp executed, risk_ladder not reached."""
+    copy = _executed_copy(tmp_path, "paper")
+    folder = tmp_path / "copy"
+    nb = json.loads(copy.read_text(encoding="utf8"))
+    nb["metadata"]["iclgd"]["execution"]["not_run_cells"] = [9]
+    copy.write_text(json.dumps(nb), encoding="utf8")
+    run = {
+        "format": 1,
+        "device": "1 NVIDIA H100 80GB HBM3, 16 CPU cores" if gpu else "2 CPU cores, no GPU",
+        "gpu": gpu,
+        "commit": "abc1234",
+        "dirty": False,
+        "deadline_s": 330,
+        "started_at": "2026-11-27T05:00:00Z",
+        "wall_time_s": 331.5,
+        "total_s": 349.0,
+        "lanes": [
+            {"notebooks": ["book/part3/gdpp.ipynb"], "wall_time_s": 331.5, "rc": 1},
+            {"notebooks": ["book/risk_ladder.ipynb"], "wall_time_s": 2.0, "rc": 1},
+        ],
+        "notebooks": {
+            "book/part3/gdpp.ipynb": {
+                "lane": 1,
+                "executed": True,
+                "wall_time_s": 329.9,
+                "failed_cells": 0,
+                "not_run_cells": 1,
+            },
+            "book/risk_ladder.ipynb": {"lane": 2, "executed": False, "wall_time_s": None},
+        },
+    }
+    (folder / "run.json").write_text(json.dumps(run), encoding="utf8")
+    return folder
+
+
+def test_record_run_records_each_chapter_with_the_run_and_updates_the_plan(tmp_path, monkeypatch):
+    import tarfile
+
+    monkeypatch.setattr(rpr, "RUNS_JSON", tmp_path / "runs.json")
+    monkeypatch.setattr(rpr, "FIG_DIR", tmp_path / "figs")
+    plan = tmp_path / "plan.json"
+    plan.write_text((REPO / "scripts" / "paper_run_plan.json").read_text(), encoding="utf8")
+    folder = _run_folder(tmp_path / "gpu", gpu=True)
+    tgz = tmp_path / "paper_run.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(folder, arcname="paper_run")
+    runs, done, skipped = rpr.record_run(tgz, plan=plan)
+    assert done == ["book/part3/gdpp.ipynb"] and skipped == ["book/risk_ladder.ipynb"]
+    rec = runs["runs"]["book/part3/gdpp.ipynb"]
+    assert rec["device"] == "1 NVIDIA H100 80GB HBM3, 16 CPU cores" and rec["commit"] == "abc1234"
+    assert rec["run"] == {
+        "wall_time_s": 331.5,
+        "total_s": 349.0,
+        "lanes": 2,
+        "lane": 1,
+        "lane_wall_time_s": 331.5,
+        "deadline_s": 330,
+        "started_at": "2026-11-27T05:00:00Z",
+        "chapters": 2,
+        "dirty": False,
+    }
+    assert "book/risk_ladder.ipynb" not in runs["runs"]
+    new = json.loads(plan.read_text(encoding="utf8"))["notebooks"]
+    assert new["book/part3/gdpp.ipynb"]["seconds"] == 329.9  # measured, above the old 120
+    assert (
+        new["book/part3/gdpp.ipynb"]["cut"] is True
+        and "paper_run.tgz" in (new["book/part3/gdpp.ipynb"]["how"])
+    )
+    assert (
+        new["book/risk_ladder.ipynb"]
+        == json.loads((REPO / "scripts" / "paper_run_plan.json").read_text())["notebooks"][
+            "book/risk_ladder.ipynb"
+        ]
+    )  # not executed: its time is kept
+    md = rpr.render_markdown(runs, chapters=rpr.chapter_notebooks())
+    row = next(line for line in md.splitlines() if "/gdpp" in line or "GD++" in line)
+    assert "; lane 1 of 2 of a 5 min 32 s run |" in row
+    assert (
+        "- `scripts/paper_run.sh` of 2026-11-27 05:00 UTC on 1 NVIDIA H100 80GB HBM3, 16 CPU "
+        "cores, commit `abc1234`: 2 chapters in 2 lanes side by side, **5 min 32 s** from the "
+        "first lane's start to the last one's end (deadline 5 min 30 s; 5 min 49 s with the "
+        "wheels' install and the copy of the book); 1 of its chapters recorded here." in md
+    )
+    # a CPU run is recorded the same way but leaves the GPU plan alone; the folder form works
+    before = plan.read_text(encoding="utf8")
+    cpu = _run_folder(tmp_path / "cpu", gpu=False)
+    runs, done, _ = rpr.record_run(cpu, commit="def5678", plan=plan)
+    assert runs["runs"]["book/part3/gdpp.ipynb"]["commit"] == "def5678"  # --commit wins
+    assert plan.read_text(encoding="utf8") == before
+    run = json.loads((cpu / "run.json").read_text())
+    run["commit"] = None
+    (cpu / "run.json").write_text(json.dumps(run))
+    with pytest.raises(ValueError, match="give --commit"):
+        rpr.record_run(cpu, plan=plan)
+    with pytest.raises(ValueError, match="no run.json"):
+        rpr.record_run(tmp_path / "figs", plan=plan)
+
+
+def test_summary_reads_lane_times_and_tells_executed_from_stale_notebooks(tmp_path):
+    work, logs = tmp_path / "tree", tmp_path / "logs"
+    logs.mkdir()
+    for key, when in (("book/a.ipynb", "2026-11-27T05:01:00Z"), ("book/b.ipynb", None)):
+        path = work / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ex = {"scale": "paper", "wall_time_s": 50.0, "not_run_cells": [4, 5]}
+        ex = ex | {"executed_at": when} if when else {"scale": "ci", "executed_at": when}
+        path.write_text(json.dumps(_notebook([], ex)), encoding="utf8")
+    (logs / "lane1.time").write_text("start 1795755600.0\nend 1795755660.5\nrc 1\n")
+    (logs / "lane2.time").write_text("start 1795755600.2\nend 1795755630.0\nrc 0\n")
+    meta = {"device": "d", "gpu": True, "deadline_s": 60, "started": 1795755590.0}
+    meta["lanes"] = [["book/a.ipynb"], ["book/b.ipynb"]]
+    run = prp.summarize(work, logs, meta)
+    assert run["started_at"] == "2026-11-27T04:59:50Z" and run["wall_time_s"] == 60.5
+    assert run["lanes"][0] == {"notebooks": ["book/a.ipynb"], "wall_time_s": 60.5, "rc": 1}
+    assert run["notebooks"]["book/a.ipynb"] == {
+        "lane": 1,
+        "executed": True,
+        "wall_time_s": 50.0,
+        "failed_cells": 0,
+        "not_run_cells": 2,
+    }
+    assert run["notebooks"]["book/b.ipynb"]["executed"] is False  # its committed ci record
+    updated = prp.update({"notebooks": {"book/b.ipynb": {"seconds": 9}}}, run, "x.tgz")
+    assert updated["notebooks"]["book/a.ipynb"]["seconds"] == 50.0
+    assert updated["notebooks"]["book/b.ipynb"] == {"seconds": 9}
+    with pytest.raises(TypeError, match="run must be a run.json dict"):
+        prp.update({}, [], "x")
+
+
+# --- the wheels carried to the GPU machine: scripts/device_wheels.py ---
+
+
+def test_committed_wheel_lock_is_this_venvs_stack_less_the_machines():
+    """The lock pins, at this environment's versions, exactly the runtime closure of nbclient,
+    nbformat, ipykernel and myst-nb less what the machine has and less myst-nb's Sphinx side:
+    after a `pip install` of another version here, this fails until `--relock`."""
+    lock = dw.read_lock()
+    assert {"nbclient", "nbformat", "ipykernel", "myst-nb", "ipython", "pyzmq"} <= set(lock.pins)
+    assert not set(lock.pins) & (lock.device_has | lock.not_carried)
+    assert {"jax", "numpy", "matplotlib"} <= lock.device_has  # never shadowed by a wheel
+    want = dw.closure(dw.ROOTS, lock.device_has)
+    assert {n: v for n, v in want.items() if n not in lock.not_carried} == {
+        n: v for n, (v, _) in lock.pins.items()
+    }, "the venv's versions changed: python scripts/device_wheels.py --relock"
+    assert "docutils" in lock.pins  # myst_nb.glue imports it, though via myst-parser/sphinx
+
+
+def test_verify_names_each_wrong_missing_or_foreign_wheel(tmp_path):
+    good, other = b"a wheel", b"another"
+    lock = tmp_path / "lock.txt"
+    lock.write_text(
+        "# device-has: numpy\n# not-carried: sphinx\n"
+        f"foo-bar==1.0 --hash=sha256:{hashlib.sha256(good).hexdigest()}\n"
+        f"baz==2.0 --hash=sha256:{hashlib.sha256(other).hexdigest()}\n",
+        encoding="utf8",
+    )
+    parsed = dw.read_lock(lock)
+    assert parsed.device_has == {"numpy"} and parsed.not_carried == {"sphinx"}
+    assert set(parsed.pins) == {"foo-bar", "baz"}
+    wheels = tmp_path / "whl"
+    wheels.mkdir()
+    (wheels / "foo_bar-1.0-py3-none-any.whl").write_bytes(good)
+    (wheels / "baz-2.0-py3-none-any.whl").write_bytes(other)
+    assert dw.verify(wheels, lock) == []
+    (wheels / "baz-2.0-py3-none-any.whl").write_bytes(b"tampered")
+    (wheels / "extra-0.1-py3-none-any.whl").write_bytes(b"x")
+    (wheels / "foo_bar-1.0-py3-none-any.whl").unlink()
+    problems = dw.verify(wheels, lock)
+    assert "baz-2.0-py3-none-any.whl: sha256 differs from the lock's" in problems
+    assert "extra-0.1-py3-none-any.whl: not in the lock" in problems
+    assert "foo-bar==1.0: missing" in problems and len(problems) == 3
+    lock.write_text("foo==1.0\n", encoding="utf8")
+    with pytest.raises(ValueError, match="not 'name==version --hash=sha256:HEX'"):
+        dw.read_lock(lock)
+    with pytest.raises(ValueError, match="not a wheel file name"):
+        dw.wheel_name("foo-1.0.tar.gz")
+    assert dw.wheel_name("Jupyter_Client-8.10.0-py3-none-any.whl") == ("jupyter-client", "8.10.0")
