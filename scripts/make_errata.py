@@ -146,6 +146,12 @@ def errata_rows(page: Path) -> tuple[str, list[list[str]]]:
     ]
 
 
+def errata_cells(row: list[str]) -> list[str]:
+    """The errata page's four cells of a claims-table row: its scale goes with the verdict."""
+    claim, status, scale, where, evidence = row
+    return [claim, f"{status} · *{scale}*", where, evidence]
+
+
 def render() -> str:
     out = [STAMP]
     total = 0
@@ -157,10 +163,10 @@ def render() -> str:
         if not rows:
             out.append("\nNo statement of this paper is corrected.\n")
             continue
-        out.append("\n| printed claim | verdict | scale | where | what holds (evidence) |\n")
-        out.append("| --- | --- | --- | --- | --- |\n")
+        out.append("\n| printed claim | verdict · *scale* | where | what holds (evidence) |\n")
+        out.append("| --- | --- | --- | --- |\n")
         for r in rows:
-            out.append("| " + " | ".join(r) + " |\n")
+            out.append("| " + " | ".join(errata_cells(r)) + " |\n")
         total += len(rows)
     out.append(f"\n{total} statements in all.\n")
     return "".join(out)
