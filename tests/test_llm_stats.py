@@ -97,3 +97,21 @@ def test_answer_distribution_and_copy_rate():
     assert np.isnan(llm.copy_rate(np.full(2, np.nan), np.ones(2)))
     with pytest.raises(ValueError, match="shown must have shape"):
         llm.copy_rate(vals, shown[:5])
+
+
+def test_mse_skips_unparsed_answers_and_checks_shapes():
+    from iclgd.llm import stats as st
+
+    assert st.mse([1.0, float("nan"), 3.0], [0.0, 5.0, 1.0]) == 2.5
+    assert np.isnan(st.mse([float("nan")], [1.0]))
+    with pytest.raises(ValueError, match="truth"):
+        st.mse([1.0, 2.0], [1.0])
+
+
+def test_format_ci():
+    from iclgd.llm import stats as st
+
+    c = {"mean": 0.163, "ci_low": -0.314, "ci_high": 0.6249}
+    assert st.format_ci(c) == "+0.16 [-0.31, +0.62]"
+    with pytest.raises(TypeError, match="comparison"):
+        st.format_ci((0.1, 0.2))

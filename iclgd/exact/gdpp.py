@@ -413,8 +413,15 @@ def gdpp_critical_points(
     if any(len(p) != 2 for p in inits):
         raise ValueError("inits must be a sequence of (a0, b0) pairs")
     todo = inits + [(a_opt + z[i, :L], z[i, L:]) for i in range(starts)]
+    return _refined_search(L, n, d, todo, dps, len(todo))
+
+
+def _refined_search(L: int, n: int, d: int, starts, dps: int, tried: int) -> GDppSearch:
+    """Newton-refine each ``(a, b)`` of ``starts`` (:func:`gdpp_critical_point`), keep the distinct
+    critical points (max-norm apart by more than 1e-6), sorted by loss; a start whose refinement
+    fails counts as failed."""
     points, failed = [], 0
-    for a0, b0 in todo:
+    for a0, b0 in starts:
         try:
             c = gdpp_critical_point(L, n, d, a0, b0, dps=dps)
         except ValueError:
@@ -423,7 +430,7 @@ def gdpp_critical_points(
         x = np.concatenate([c.a, c.b])
         if all(np.abs(x - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
             points.append(c)
-    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, len(todo))
+    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, tried)
 
 
 def gdpp_multistart(
@@ -486,17 +493,9 @@ def gdpp_multistart(
     for f, x in ends:
         if all(np.abs(x - y).max() > 1e-3 for _, y in distinct):
             distinct.append((f, x))
-    points = []
-    for _, x in distinct[:refine]:
-        try:
-            c = gdpp_critical_point(L, n, d, x[:L], np.r_[x[L:], 0.0], dps=dps)
-        except ValueError:
-            failed += 1
-            continue
-        xc = np.concatenate([c.a, c.b])
-        if all(np.abs(xc - np.concatenate([p.a, p.b])).max() > 1e-6 for p in points):
-            points.append(c)
-    return GDppSearch(sorted(points, key=lambda p: p.risk), failed, starts)
+    todo = [(x[:L], np.r_[x[L:], 0.0]) for _, x in distinct[:refine]]
+    search = _refined_search(L, n, d, todo, dps, starts)
+    return search._replace(failed=search.failed + failed)
 
 
 # The lowest strict local minima of the GD++ loss on S that gdpp_multistart found, per (L, n, d):

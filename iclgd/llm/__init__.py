@@ -53,7 +53,9 @@ from .stats import (
     bootstrap_ci,
     compare_paired,
     copy_rate,
+    format_ci,
     min_detectable_effect,
+    mse,
     paired_differences,
 )
 from .stsb import STSB, load_stsb, read_stsb
@@ -94,4 +96,6 @@ __all__ = [
     "compare_paired",
     "answer_distribution",
     "copy_rate",
+    "mse",
+    "format_ci",
 ]

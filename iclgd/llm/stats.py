@@ -31,6 +31,8 @@ __all__ = [
     "compare_paired",
     "answer_distribution",
     "copy_rate",
+    "mse",
+    "format_ci",
 ]
 
 
@@ -178,3 +180,27 @@ def copy_rate(values, shown) -> float:
     if not ok.any():
         return float("nan")
     return float(np.mean(np.round(a[ok], 2) == np.round(g[ok], 2)))
+
+
+def mse(pred, truth) -> float:
+    """Mean squared error of the parsed predictions: ``pred`` and ``truth`` ``(R,)``, ``pred`` NaN
+    where an answer was not parsed (those runs are left out); NaN when none parsed.
+
+    >>> mse([1.0, float("nan"), 3.0], [0.0, 5.0, 1.0])
+    2.5
+    """
+    dims = v.Dims()
+    p = np.asarray(v.array("pred", pred, "R", dims, finite=False), float)
+    t = np.asarray(v.array("truth", truth, "R", dims), float)
+    ok = np.isfinite(p)
+    return float(np.mean((p[ok] - t[ok]) ** 2)) if ok.any() else float("nan")
+
+
+def format_ci(comparison: dict) -> str:
+    """``"+0.16 [-0.31, +0.62]"``: the mean difference and bootstrap interval of
+    :func:`compare_paired`'s result, to two decimals."""
+    if not isinstance(comparison, dict):
+        kind = type(comparison).__name__
+        raise TypeError(f"comparison must be compare_paired's dict, got {kind}")
+    c = comparison
+    return f"{c['mean']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
