@@ -18,17 +18,22 @@ image, and measures the page in the browser. A page fails on
 * a **broken internal link**: ``href``/``src`` to a local file that does not exist, or to an
   anchor that the target page does not have;
 * a **narrow figure**: a notebook output image narrower than 80 % of the text column;
-* a **wide table**: at a 1000 or an 800 px window, a table wider than the text column (it would
-  scroll sideways and hide its last columns);
+* **overflow** (content cut off at the right, or scrolled sideways out of sight), measured at
+  windows of 1920, 1440, 1366 and 1200 px and in print media (a 794 px A4 page): a **wide table**
+  (a table wider than the text column; also at 1000 and 800 px), **wide code** (a code block whose
+  text is wider than its box), a **wide output** (a cell's text output wider than its box) and
+  **wide math** (a display formula wider than its box);
 * a request to the **network** (every script, style sheet, font and image is local).
 
 Script errors on a page fail ``test_pages_run_without_script_errors``.
 
-Screenshots go to ``_build/screenshots/``: the top of each page at 1400 px, each page's first
-figure at 1400 px and its first table at 800 px, for people to look at.
+Screenshots go to ``_build/screenshots/``: each page whole at 1400 px (down to
+:data:`SHOT_MAX_HEIGHT`), its first figure at 1400 px and its first table at 800 px, for people
+to look at.
 
 ``test_the_check_*`` run the same check on a small hand-written page,
-``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table), and on copies of it
+``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table, a code cell with
+its output, the book's style sheet), and on copies of it
 with one defect each: they show that each kind of defect is caught, and need no book build.
 
 Without ``_build/html`` or Chromium the tests skip with the reason; with ``ICLGD_REQUIRE_BOOK=1``
@@ -89,7 +94,10 @@ CHROMIUM_FLAGS = [
     "--allow-file-access-from-files",  # search.html fetches pages for its result summaries
 ]
 WIDE = 1400  # window width (px) of the figure check and of the screenshots
-NARROW = (1000, 800)  # window widths (px) of the table check (screenshots of tables at the last)
+LAYOUT = (1920, 1440, 1366, 1200)  # window widths (px) at which nothing may be cut off
+NARROW = (1000, 800)  # window widths (px) at which tables must fit too (a table screenshot at 800)
+PRINT = 794  # px: the viewport of the print-media check (A4, 210 mm at 96 px per inch)
+SHOT_MAX_HEIGHT = 16000  # px: a whole-page screenshot stops there (Chromium's texture limit)
 MIN_FIGURE_FRACTION = 0.8  # of the text column, at the wide window
 SEARCH_QUERIES = ("LSA", "gap")  # search.html is also opened with these, to check the results
 PAGE_TIMEOUT = 120.0  # s, per page
@@ -235,7 +243,7 @@ class Browser:
         self._profile.cleanup()
 
 
-# The text column of a page and its width (px), in MEASURE_JS and TABLES_JS.
+# The text column of a page and its width (px), in MEASURE_JS and OVERFLOW_JS.
 COLUMN_JS = """
   const column = document.querySelector("article.bd-article") ||
     document.querySelector("[role=main]") || document.body;
@@ -334,17 +342,37 @@ async () => {
 }
 """.replace("/* COLUMN */", COLUMN_JS)
 
-# At each narrow window: tables wider than the text column (they would scroll and clip).
-TABLES_JS = r"""
-async () => {
+# At one window (or in print): what is cut off. ``all``: code, outputs and math too (else tables).
+OVERFLOW_JS = r"""
+async (all) => {
   // (the layout at the new width is computed when measured: no animation frame is awaited, as a
   // tab that is not in front gets none)
   /* COLUMN */
-  return [...column.querySelectorAll("table")].filter((t) => t.offsetParent !== null).map((t) => ({
-    head: (t.querySelector("th, td") || t).textContent.trim().slice(0, 60),
-    width: t.getBoundingClientRect().width, columnWidth,
-    clipped: t.parentElement.scrollWidth > t.parentElement.clientWidth + 1,
+  const shown = (selector) => [...column.querySelectorAll(selector)]
+    .filter((el) => el.offsetParent !== null);
+  const head = (el) => el.textContent.trim().replace(/\s+/g, " ").slice(0, 60);
+  const found = shown("table").map((t) => ({
+    kind: "wide table", head: head(t.querySelector("th, td") || t),
+    width: t.getBoundingClientRect().width, box: columnWidth,
+    cut: t.parentElement.scrollWidth > t.parentElement.clientWidth + 1 ||
+      t.getBoundingClientRect().width > columnWidth + 1,
   }));
+  if (all) {
+    const boxes = (kind, selector) => shown(selector).map((el) => ({
+      kind, head: head(el), width: el.scrollWidth, box: el.clientWidth,
+      cut: el.scrollWidth > el.clientWidth + 1,
+    }));
+    found.push(...boxes("wide code", "div.highlight pre"));
+    found.push(...boxes("wide output", ".cell_output pre, .output pre"));
+    found.push(...shown('mjx-container[display="true"]').map((el) => {
+      const math = el.querySelector("mjx-math") || el;
+      const width = math.getBoundingClientRect().width;
+      const box = Math.min(el.clientWidth, columnWidth);
+      return { kind: "wide math", head: (el.closest(".math") || el).textContent.slice(0, 60),
+               width, box, cut: width > box + 1 };
+    }));
+  }
+  return found;
 }
 """.replace("/* COLUMN */", COLUMN_JS)
 
@@ -426,22 +454,39 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
         if "exceptionDetails" in reply:
             raise RuntimeError(f"{url}: the measuring script failed: {reply['exceptionDetails']}")
         result = reply["result"]["value"]
-        if shots is not None:
-            _screenshot(browser, session, shots.with_name(shots.name + ".png"))
+        if shots is not None:  # the page whole (down to SHOT_MAX_HEIGHT)
+            height = browser.send(
+                "Runtime.evaluate",
+                {"expression": "document.documentElement.scrollHeight", "returnByValue": True},
+                session,
+            )["result"]["value"]
+            whole = {"x": 0, "y": 0, "width": WIDE, "height": min(height, SHOT_MAX_HEIGHT)}
+            _screenshot(
+                browser, session, shots.with_name(shots.name + ".png"), {**whole, "scale": 1}
+            )
             # the first figure shown: a paper-scale tab's (iclgd_paper_runs.py) or a cell's
             figure = _clip(browser, session, ".iclgd-paper-output img, .cell_output img")
             if figure:
                 _screenshot(browser, session, shots.with_name(shots.name + "-figure.png"), figure)
-        result["tables"] = []
-        for width in NARROW:
+        result["boxes"] = []  # every box measured, each with its window and whether it is cut
+        windows = [*((w, "screen", True) for w in LAYOUT), (PRINT, "print", True)]
+        windows += [(w, "screen", False) for w in NARROW]
+        for width, media, everything in windows:
             metrics["width"] = width
             browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
-            tables = browser.send(
+            browser.send("Emulation.setEmulatedMedia", {"media": media}, session)
+            boxes = browser.send(
                 "Runtime.evaluate",
-                {"expression": f"({TABLES_JS})()", "awaitPromise": True, "returnByValue": True},
+                {
+                    "expression": f"({OVERFLOW_JS})({json.dumps(everything)})",
+                    "awaitPromise": True,
+                    "returnByValue": True,
+                },
                 session,
             )["result"]["value"]
-            result["tables"] += [{**table, "window": width} for table in tables]
+            window = f"{width} px" + (" (print)" if media == "print" else "")
+            result["boxes"] += [{**box, "window": window} for box in boxes]
+        result["tables"] = [b for b in result["boxes"] if b["kind"] == "wide table"]
         if shots is not None and result["tables"]:
             table = _clip(browser, session, "article table, [role=main] table")
             shot = shots.with_name(shots.name + f"-table@{NARROW[-1]}.png")
@@ -513,6 +558,9 @@ def problems(result: dict) -> dict[str, list[str]]:
         "broken link": [],
         "narrow figure": [],
         "wide table": [],
+        "wide code": [],
+        "wide output": [],
+        "wide math": [],
         "network": [],
     }
     for where, text, quote in result["texts"]:
@@ -535,11 +583,13 @@ def problems(result: dict) -> dict[str, list[str]]:
                 f"at a {WIDE} px window ({fig['width'] / result['columnWidth']:.0%} < "
                 f"{MIN_FIGURE_FRACTION:.0%})"
             )
-    for table in result["tables"]:
-        if table["clipped"] or table["width"] > table["columnWidth"] + 1:
-            found["wide table"].append(
-                f"table starting {table['head']!r}: {table['width']:.0f} px in a "
-                f"{table['columnWidth']:.0f} px column at a {table['window']} px window"
+    seen = set()
+    for box in result["boxes"]:
+        if box["cut"] and (box["kind"], box["head"], box["window"]) not in seen:
+            seen.add((box["kind"], box["head"], box["window"]))
+            found[box["kind"]].append(
+                f"{box['head']!r}: {box['width']:.0f} px in a {box['box']:.0f} px box "
+                f"at a {box['window']} window"
             )
     found["network"] += sorted(
         {u for u in result["requests"] if urlsplit(u).scheme not in ("file", "data", "about")}
@@ -728,7 +778,13 @@ DEFECTS = {
     "missing image": ('<img alt="logo" src="figure.svg"', '<img alt="logo" src="no_such.svg"'),
     "broken link": ('<a href="#setting">setting</a>', '<a href="#no-such-section">setting</a>'),
     "narrow figure": ('class="figure" style="width: 100%"', 'class="figure" style="width: 60%"'),
-    "wide table": ("<td>the claim</td>", "<td>" + "the_claim_" * 30 + "</td>"),
+    "wide table": (
+        "<td>the claim</td>",
+        '<td style="white-space: nowrap">' + "the claim " * 60 + "</td>",
+    ),
+    "wide code": ("<pre>steps = 100", '<pre style="white-space: pre">' + "x = 1; " * 60),
+    "wide output": ("<pre>loss after", '<pre style="white-space: pre">' + "loss 0.25, " * 60),
+    "wide math": (r"\frac{\eta}{C}", r"\frac{\eta}{C}" + "+ x_{12345}" * 90),
 }
 
 

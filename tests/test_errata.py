@@ -20,11 +20,39 @@ def test_verdicts():
     assert errata.verdict("reproduced (exactly)") == "reproduced"
     assert errata.verdict("corrected (factor 2)") == "corrected"
     assert errata.verdict("not reproduced (holds only near $N=m$)") == "not reproduced"
-    assert errata.verdict("partly reproduced (ci)") == "reproduced"
-    assert errata.verdict("vacuous") == "corrected"
-    assert errata.verdict("new (exact)") == "other"
-    assert errata.verdict("made exact") == "reproduced"
     assert errata.verdict("inconclusive (at 1.5B, no significant difference)") == "inconclusive"
+    assert errata.verdict("corrected") == "corrected"
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        "partly reproduced (ci)",
+        "vacuous",
+        "new (exact)",
+        "made exact",
+        "reproduced, attained",
+        "typos",
+        "Reproduced",
+        "reproduced ()",
+        "reproduced(exactly)",
+        "",
+    ],
+)
+def test_a_status_is_one_of_four_verdicts(status):
+    """Anything but the four verdicts, each with an optional note, is refused."""
+    row = ["claim", status, "exact", "{ref}`x`", "sympy"]
+    assert "is not one of" in errata.status_problem(row)
+    with pytest.raises(ValueError, match="is not one of"):
+        errata.verdict(status)
+
+
+def test_every_claims_table_uses_the_four_verdicts():
+    counts = dict.fromkeys(errata.VERDICTS, 0)
+    for part in errata.parts():
+        for row in errata.claims_table(part)[1]:  # raises on a bad status cell
+            counts[errata.verdict(row[1])] += 1
+    assert counts["reproduced"] and counts["corrected"], counts
 
 
 def test_every_corrected_row_is_on_the_errata_page():
@@ -33,7 +61,7 @@ def test_every_corrected_row_is_on_the_errata_page():
     for part in errata.parts():
         _, rows = errata.claims_table(part)
         for claim, status, scale, _, _ in rows:
-            if "corrected" in status.lower() or "not reproduced" in status.lower():
+            if errata.verdict(status) in errata.ERRATA_VERDICTS:
                 row = f"| {errata.relocate(claim, part.parent.name)} | {status} · *{scale}* |"
                 assert row in page, claim
                 n += 1

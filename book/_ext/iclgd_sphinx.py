@@ -51,6 +51,8 @@
    role (``book/_ext/iclgd_paper_runs.py``).
 6. Writes each script of a page once (sphinx-thebe's inline configuration comes twice, a script
    error on every page).
+7. Shows the verdicts of the claims tables and of the errata page as badges, and links each
+   erratum's claim to its row on the errata page and back (``book/_ext/iclgd_verdicts.py``).
 
 ``tests/test_book_html.py`` checks the result in a browser, on every page.
 """
@@ -83,6 +85,7 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 import iclgd_paper_runs  # noqa: E402  (book/_ext/iclgd_paper_runs.py: paper scale on the pages)
+import iclgd_verdicts  # noqa: E402  (book/_ext/iclgd_verdicts.py: verdict badges, errata links)
 import record_paper_run  # noqa: E402  (scripts/record_paper_run.py)
 import record_status  # noqa: E402  (scripts/record_status.py)
 
@@ -404,4 +407,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _unique_scripts, priority=900)  # after the scripts' adders
     app.connect("build-finished", _plain_search_titles)
     iclgd_paper_runs.setup(app)  # paper-scale tabs, the page line, the {paper-glue} role
+    iclgd_verdicts.setup(app)  # verdict badges, claim <-> erratum links
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
