@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import record_paper_run  # scripts/ (put on sys.path by iclgd_sphinx)
+import record_status  # scripts/ (put on sys.path by iclgd_sphinx)
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
@@ -228,6 +229,25 @@ class PaperRunTabs(SphinxTransform):
         para += _status_ref(docname, "status page")
         para += nodes.Text(").")
         section.insert(1, para)
+        self.env.note_dependency(str(record_status.STATUS_JSON))
+        execution = next(
+            (
+                nb["execution"]
+                for nb in record_status.load_status()["notebooks"]
+                if nb["path"] == f"{docname}.ipynb" and nb.get("execution")
+            ),
+            None,
+        )
+        if execution is not None:  # the run whose outputs the page shows
+            ci = nodes.paragraph(classes=["iclgd-ci-run"])
+            ci += nodes.strong("", "This page's outputs: ")
+            text = (
+                f"executed at {execution['scale']} scale on {execution['executed_at'][:10]}, "
+                f"{execution['cpu_count']} CPU cores, {execution['wall_time_s']:.0f} s, "
+                f"JAX {execution['versions'].get('jax')}."
+            )
+            ci += nodes.Text(text)
+            section.insert(1, ci)
 
 
 def paper_glue_role(

@@ -10,7 +10,9 @@
    iclgd.tasks
    ```
    ````
-       one section per module (heading + ``automodule``); adding a module is adding a line.
+       one section per module (heading + ``automodule``); adding a module is adding a line
+       (the API pages, ``book/api/*.md``, one per package; the build warns about a public module
+       of iclgd that none lists).
 
    ````md
    ```{iclgd-status}
@@ -53,6 +55,9 @@
    error on every page).
 7. Shows the verdicts of the claims tables and of the errata page as badges, and links each
    erratum's claim to its row on the errata page and back (``book/_ext/iclgd_verdicts.py``).
+8. Leaves the theorem boxes unnumbered: their titles carry the papers' numbers
+   (``book/_ext/iclgd_proofs.py``).
+9. Puts each chapter's Colab bootstrap cell below its title.
 
 ``tests/test_book_html.py`` checks the result in a browser, on every page.
 """
@@ -70,6 +75,7 @@ from typing import Any
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 from sphinx.util.nodes import make_refnode
@@ -85,6 +91,7 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 import iclgd_paper_runs  # noqa: E402  (book/_ext/iclgd_paper_runs.py: paper scale on the pages)
+import iclgd_proofs  # noqa: E402  (book/_ext/iclgd_proofs.py: theorem boxes by the papers' numbers)
 import iclgd_verdicts  # noqa: E402  (book/_ext/iclgd_verdicts.py: verdict badges, errata links)
 import record_paper_run  # noqa: E402  (scripts/record_paper_run.py)
 import record_status  # noqa: E402  (scripts/record_status.py)
@@ -101,26 +108,36 @@ _BLOCK = re.compile(
 _MACRO_EXAMPLES = {"T": r"\x^\T", "norm": r"\norm{\x}", "ip": r"\ip{\x}{\w}"}
 
 
-def _modules_markdown(body: str) -> str:
-    modules = [
+def _listed_modules(body: str) -> list[str]:
+    """The modules of an ``iclgd-modules`` block, one per line (``#`` lines are comments)."""
+    return [
         line.strip()
         for line in body.splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
+
+
+def _modules_markdown(body: str) -> str:
     out = []
-    for mod in modules:
+    for mod in _listed_modules(body):
         out.append(f"## `{mod}`\n")
         out.append("```{eval-rst}")
         out.append(f".. automodule:: {mod}")
         out.append("```\n")
-    _note_undocumented(modules)
     return "\n".join(out)
 
 
-def _note_undocumented(listed: list[str]) -> None:
+def _note_undocumented(app: Sphinx) -> None:
+    """Warn (an error under -W) about a public module of iclgd that no API page lists: the
+    pages are ``book/api/*.md``, one per package, each with an ``iclgd-modules`` block."""
     package = REPO / "iclgd"
     if not package.is_dir():
         return
+    listed = set()
+    for page in sorted((REPO / "book" / "api").glob("*.md")):
+        for match in _BLOCK.finditer(page.read_text(encoding="utf8")):
+            if match.group("name") == "iclgd-modules":
+                listed.update(_listed_modules(match.group("body")))
     public = sorted(
         f"iclgd.{m.name}"
         for m in pkgutil.iter_modules([str(package)])
@@ -128,8 +145,8 @@ def _note_undocumented(listed: list[str]) -> None:
     )
     missing = [m for m in public if m not in listed]
     if missing:
-        logger.warning(  # a warning: the -W build fails until book/api.md lists the module
-            "[iclgd] API page does not list: %s (add a line to book/api.md)", ", ".join(missing)
+        logger.warning(
+            "[iclgd] no API page lists: %s (add it to a page of book/api/)", ", ".join(missing)
         )
 
 
@@ -221,6 +238,36 @@ def _skip_namedtuple_fields(
     if what == "class" and isinstance(doc, str) and doc.startswith("Alias for field number"):
         return True
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# The Colab bootstrap below the title
+
+
+class BootstrapBelowTitle(SphinxTransform):
+    """A notebook's first cell is its Colab bootstrap (``tests/test_notebooks_meta.py``), so
+    myst-nb puts its folded code above the chapter's title; on the page it goes below the title
+    (and below the lines of :mod:`iclgd_paper_runs`, which run after this)."""
+
+    default_priority = 790  # after myst-nb has built the cells, before PaperRunTabs (800)
+
+    def apply(self, **kwargs: Any) -> None:
+        if not self.env.doc2path(self.env.docname).endswith(".ipynb"):
+            return
+        section = next(iter(self.document.findall(nodes.section)), None)
+        if section is None or section.parent is not self.document:
+            return
+        for child in list(self.document.children):
+            if child is section:
+                return
+            if (
+                isinstance(child, nodes.container)
+                and child.get("nb_element") == "cell_code"
+                and "%pip install" in child.astext()
+            ):
+                self.document.remove(child)
+                section.insert(1, child)
+                return
 
 
 # ------------------------------------------------------------------------------------------------
@@ -397,10 +444,12 @@ def _plain_search_titles(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("source-read", _expand)
+    app.connect("builder-inited", _note_undocumented)
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
     # MathJax on every page: headings with math appear on all of them (sidebar, prev/next).
     app.set_html_assets_policy("always")
     app.add_post_transform(HeadingLinkTexts)
+    app.add_transform(BootstrapBelowTitle)
     # priority 600: after sphinx-book-theme has set pagetitle
     app.connect("html-page-context", _plain_page_title, priority=600)
     app.connect("html-page-context", _search_page_script)
@@ -408,4 +457,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("build-finished", _plain_search_titles)
     iclgd_paper_runs.setup(app)  # paper-scale tabs, the page line, the {paper-glue} role
     iclgd_verdicts.setup(app)  # verdict badges, claim <-> erratum links
+    iclgd_proofs.setup(app)  # theorem boxes unnumbered, named by the papers' numbers
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
