@@ -550,3 +550,27 @@ def test_gd_baselines_figure():
         iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0]})
     with pytest.raises(ValueError, match="floor_label"):
         iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0, 3.0]}, floor_label="b")
+
+
+def test_retina_inline_only_under_ipython():
+    """Outside IPython nothing changes; in a shell, a figure's PNG has twice the pixels of its
+    display width (which its metadata carries)."""
+    import base64
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    assert plot.retina_inline() is False
+    shell = InteractiveShell.instance()
+    try:
+        assert plot.retina_inline() is True
+        with plot.style():
+            fig, ax = plt.subplots(figsize=(4, 2))
+            ax.plot([0, 1], [0, 1])
+        data, meta = shell.display_formatter.format(fig)
+        png = data["image/png"]
+        raw = png if isinstance(png, bytes) else base64.b64decode(png)
+        width_px = int.from_bytes(raw[16:20], "big")  # the PNG header's IHDR width
+        assert abs(meta["image/png"]["width"] * 2 - width_px) <= 1  # (odd widths round down)
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()

@@ -14,7 +14,10 @@ Readability at the book's page width (an HTML column of about 800-850 px):
 * crowded legends sit outside the axes (below or to the right), never on the data;
 * three panels are laid out on a grid (one panel spanning a row), not in one long row.
 
-The style is applied inside each function (:func:`style`), never globally on import.
+The style is applied inside each function (:func:`style`), never globally on import. The one
+setting made on import is a display format: under IPython (a notebook, Colab, the book's
+execution) the inline backend draws PNGs at twice their pixel density ("retina"), shown at the
+same size, so that figures stay sharp on high-resolution screens and phones.
 
 Index (notebook -> function):
 
@@ -31,7 +34,7 @@ Index (notebook -> function):
 * ``risk_ladder``: every model's risk on one task -> :func:`risk_ladder`.
 """
 
-from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, smooth, style
+from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, retina_inline, smooth, style
 from .ladder import risk_ladder
 from .llm import fig6_paired_differences, fig6_refinement
 from .multihead import fig2_heads, fig3_prior_mean, fig4_initial_guess, gd_gap, heads_optimum
@@ -48,6 +51,7 @@ from .transformer import deep_losses, heads_budget
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
 
 __all__ = [
+    "retina_inline",
     "DPI",
     "MAX_WIDTH",
     "PALETTE",
@@ -79,3 +83,5 @@ __all__ = [
     "heads_budget",
     "risk_ladder",
 ]
+
+retina_inline()

@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import config
 
-__all__ = ["DPI", "MAX_WIDTH", "STYLE", "PALETTE", "style", "smooth", "log_ticks"]
+__all__ = ["DPI", "MAX_WIDTH", "STYLE", "PALETTE", "style", "smooth", "log_ticks", "retina_inline"]
 
 DPI = 100
 """Dots per inch of every figure: the notebook's inline PNG is shown at this resolution."""
@@ -46,7 +46,7 @@ STYLE: dict = {
     "grid.alpha": 0.25,
     "grid.linewidth": 0.6,
     "figure.constrained_layout.use": True,
-    "mathtext.fontset": "dejavusans",
+    "mathtext.fontset": "stixsans",  # DejaVu's subscript star is a dot: w_\\star read "w ."
     "text.usetex": False,
 }
 """The rcParams every figure is drawn with (see :func:`style`)."""
@@ -76,6 +76,29 @@ def style() -> Iterator[dict]:
     """
     with mpl.rc_context(STYLE):
         yield STYLE
+
+
+def retina_inline() -> bool:
+    """Under IPython, have the inline backend draw PNGs at twice their pixel density.
+
+    The PNG of a figure of ``w`` inches is then ``2 * DPI * w`` pixels wide and carries its display
+    width (``DPI * w``) in its metadata, so it is shown at the same size, sharper. Outside IPython
+    (scripts, tests) nothing changes.
+
+    Returns:
+        Whether the format was set (``False`` outside an IPython shell).
+    """
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+        from matplotlib_inline.config import InlineBackend
+    except ImportError:
+        return False
+    if get_ipython() is None:
+        return False
+    InlineBackend.instance().figure_formats = {"retina"}  # kept if the backend starts later
+    set_matplotlib_formats("retina")  # and now, if it has started
+    return True
 
 
 def smooth(x, w: int = 50) -> tuple[np.ndarray, np.ndarray]:
