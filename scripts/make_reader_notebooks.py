@@ -7,7 +7,8 @@ itself. This script writes, for every notebook of ``_toc.yml``, a copy whose mar
 ``{glue:text}`name``` (and ``{glue:text}`other.ipynb::name:s```) replaced by the value that the
 committed outputs glue, and each ``{paper-glue}`name``` by the value the chapter's paper-scale
 run glued (``book/_generated/paper_runs.json``), so a reader sees the numbers the book shows.
-Code cells and outputs are unchanged.
+A figure's caption (the ``{figure-caption}`` block of ``book/_ext/iclgd_figures.py``) becomes a
+paragraph "**Figure.** ...". Code cells and outputs are unchanged.
 
     python scripts/make_reader_notebooks.py                 # into _build/reader/ (same paths)
     python scripts/make_reader_notebooks.py --html _build/html
@@ -34,6 +35,16 @@ ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
 #: ``{paper-glue}`[path.ipynb::]key```: a value glued by the chapter's paper-scale run
 #: (``book/_generated/paper_runs.json``, shown in the book by ``book/_ext/iclgd_paper_runs.py``).
 PAPER_ROLE = re.compile(r"\{paper-glue\}`([^`]+)`")
+#: A figure's caption block (book/_ext/iclgd_figures.py): its fence, label and text.
+CAPTION = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{figure-caption\}[ \t]+\S+[ \t]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def captions_as_text(text: str) -> str:
+    """``text`` with each ``{figure-caption}`` block written as a paragraph "**Figure.** ..."."""
+    return CAPTION.sub(lambda m: "**Figure.** " + m.group("body").strip(), text)
 
 
 def toc_notebooks(repo: Path = REPO) -> list[Path]:
@@ -108,6 +119,7 @@ def reader_notebook(
         if cell["cell_type"] != "markdown":
             continue
         text, miss = substitute("".join(cell["source"]), path.resolve(), values, paper)
+        text = captions_as_text(text)
         missing += miss
         cell["source"] = text.splitlines(keepends=True)
     return nb, missing

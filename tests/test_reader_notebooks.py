@@ -74,3 +74,22 @@ def test_reader_notebooks_have_no_paper_glue_roles(reader):
         nb = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
         text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
         assert "{paper-glue}" not in text, p.name
+
+
+def test_captions_become_paragraphs():
+    text = (
+        "Before.\n\n```{figure-caption} p2-fig2a\nThe paper's Fig. 2(a), re-run:\n"
+        "losses fall together.\n```\n\nAfter.\n"
+    )
+    assert mrn.captions_as_text(text) == (
+        "Before.\n\n**Figure.** The paper's Fig. 2(a), re-run:\nlosses fall together.\n\nAfter.\n"
+    )
+    colon = ":::{figure-caption} fig-x\nA caption.\n:::\n"
+    assert mrn.captions_as_text(colon) == "**Figure.** A caption.\n"
+
+
+def test_reader_notebooks_have_no_caption_blocks(reader):
+    for p in mrn.toc_notebooks():
+        nb = json.loads((reader / p.relative_to(ROOT)).read_text(encoding="utf8"))
+        text = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "{figure-caption}" not in text, p.name

@@ -58,6 +58,8 @@
 8. Leaves the theorem boxes unnumbered: their titles carry the papers' numbers
    (``book/_ext/iclgd_proofs.py``).
 9. Puts each chapter's Colab bootstrap cell below its title.
+10. Gives the ``figure-caption`` directive: the markdown cell after a figure's code cell
+    captions it, and the two become one numbered figure (``book/_ext/iclgd_figures.py``).
 
 ``tests/test_book_html.py`` checks the result in a browser, on every page.
 """
@@ -90,6 +92,7 @@ if str(REPO) not in sys.path:
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+import iclgd_figures  # noqa: E402  (book/_ext/iclgd_figures.py: numbered, captioned figures)
 import iclgd_paper_runs  # noqa: E402  (book/_ext/iclgd_paper_runs.py: paper scale on the pages)
 import iclgd_proofs  # noqa: E402  (book/_ext/iclgd_proofs.py: theorem boxes by the papers' numbers)
 import iclgd_verdicts  # noqa: E402  (book/_ext/iclgd_verdicts.py: verdict badges, errata links)
@@ -458,4 +461,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     iclgd_paper_runs.setup(app)  # paper-scale tabs, the page line, the {paper-glue} role
     iclgd_verdicts.setup(app)  # verdict badges, claim <-> erratum links
     iclgd_proofs.setup(app)  # theorem boxes unnumbered, named by the papers' numbers
+    iclgd_figures.setup(app)  # figure-caption: a code cell's figure, numbered and captioned
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
