@@ -7,7 +7,8 @@ on all of them) and its title written as it is (``proof_title_format: "%t"`` in
 ``_config.yml``), so a box reads "Theorem · <title>", or just its title where the title names
 the statement itself ("Theorem 1 of Xie et al.": the class ``iclgd-named`` hides the type, see
 ``book/_static/iclgd.css``); a ``{prf:ref}`` without a text of its own shows the box's title,
-math included, instead of the number sphinx-proof would print.
+math included, instead of the number sphinx-proof would print. Proofs (``prf:proof``) fold,
+titled "Proof".
 """
 
 from __future__ import annotations
@@ -64,7 +65,29 @@ def _patch_domain() -> None:
     prf_domain.ProofDomain.resolve_xref = resolve_xref
 
 
+def _patch_proof() -> None:
+    """``prf:proof`` boxes fold (sphinx-togglebutton's ``dropdown`` admonitions, titled "Proof"),
+    so a chapter reads statement, check, experiment; the proof is one click away."""
+    cls = prf_directive.ProofDirective
+    if getattr(cls.run, "_iclgd", False):
+        return
+
+    def run(self) -> list[nodes.Node]:
+        realtyp = self.name.split(":")[1]
+        classes = ["proof", realtyp, "dropdown", *self.options.get("class", [])]
+        section = nodes.admonition(classes=classes, ids=[realtyp])
+        section += nodes.title("", realtyp.title())
+        self.state.nested_parse(self.content, self.content_offset, section)
+        node = prf_directive.proof_node()
+        node += section
+        return [node]
+
+    run._iclgd = True  # type: ignore[attr-defined]
+    cls.run = run
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     _patch_directive()
     _patch_domain()
+    _patch_proof()
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
