@@ -863,3 +863,34 @@ def test_heading_tex_as_plain_text(tex, text):
     assert tex_to_text(tex, macros) == text
     span = f'<span class="math notranslate nohighlight">\\({tex}\\)</span>'
     assert html_to_text(f"<span>6. </span>{span}-LSA", macros) == f"6. {text}-LSA"
+
+
+@pytest.mark.parametrize(
+    "tex",
+    [
+        r"X_{k+1} \approx X_k(I - \lvert a_kb_k\rvert MX_k^\top X_k)",
+        r"2\sum_i g_i\,\E[(1+\langle G,M_{d+1}\rangle)(\langle G,M_i\rangle-\hat w_i)]",
+        r"\eta=\eta^\star=C/(C+d+1)",
+        r"\left( a + b + c + d + e + f + g + h \right) = \frac{x + y + z}{u - v - w}",
+        r"H \in \{1, \dots, 400\}",
+        r"a = b",
+    ],
+)
+def test_long_table_formulas_are_cut_into_valid_pieces(tex):
+    """book/_ext/iclgd_tables.py: the pieces join to the formula, each keeps its braces and its
+    \\left/\\right pairs balanced, a long formula is cut and a short one is not."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from iclgd_tables import MIN_CHARS, split_tex
+
+    pieces = split_tex(tex)
+    assert "".join(pieces) == tex
+    for piece in pieces:
+        body = piece.replace(r"\{", "").replace(r"\}", "")
+        assert body.count("{") == body.count("}"), piece
+        assert piece.count(r"\left") == piece.count(r"\right"), piece
+    if len(tex) <= MIN_CHARS:
+        assert pieces == [tex]
+    if len(tex) >= 2 * MIN_CHARS:
+        assert len(pieces) > 1, pieces

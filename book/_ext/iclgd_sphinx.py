@@ -60,6 +60,7 @@
 9. Puts each chapter's Colab bootstrap cell below its title.
 10. Gives the ``figure-caption`` directive: the markdown cell after a figure's code cell
     captions it, and the two become one numbered figure (``book/_ext/iclgd_figures.py``).
+11. Lets a long inline formula in a table cell break across lines (``book/_ext/iclgd_tables.py``).
 
 ``tests/test_book_html.py`` checks the result in a browser, on every page.
 """
@@ -95,6 +96,7 @@ if str(SCRIPTS) not in sys.path:
 import iclgd_figures  # noqa: E402  (book/_ext/iclgd_figures.py: numbered, captioned figures)
 import iclgd_paper_runs  # noqa: E402  (book/_ext/iclgd_paper_runs.py: paper scale on the pages)
 import iclgd_proofs  # noqa: E402  (book/_ext/iclgd_proofs.py: theorem boxes by the papers' numbers)
+import iclgd_tables  # noqa: E402  (book/_ext/iclgd_tables.py: long formulas in tables may break)
 import iclgd_verdicts  # noqa: E402  (book/_ext/iclgd_verdicts.py: verdict badges, errata links)
 import record_paper_run  # noqa: E402  (scripts/record_paper_run.py)
 import record_status  # noqa: E402  (scripts/record_status.py)
@@ -462,4 +464,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     iclgd_verdicts.setup(app)  # verdict badges, claim <-> erratum links
     iclgd_proofs.setup(app)  # theorem boxes unnumbered, named by the papers' numbers
     iclgd_figures.setup(app)  # figure-caption: a code cell's figure, numbered and captioned
+    iclgd_tables.setup(app)  # long inline formulas in table cells may break across lines
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
