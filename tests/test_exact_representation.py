@@ -271,3 +271,25 @@ def test_copy_prompt_loss_is_exact(deep_spec):
     exact_val = exact.copy_prompt_loss(deep_spec)
     assert abs(mean - exact_val) < 4 * se
     assert float(exact.optimal_loss(deep_spec)) < exact_val  # ridge beats copying
+
+
+def test_softmax_risk_xi_is_lemma6_reparameterisation(spec, params):
+    """ell(xi) = L(theta) at w = gamma alpha (eq. 39-40), and one GD step on xi with eta_Q is
+    eq. 10's step with eta_Q on Q and eta_w = gamma^2 eta_Q on w (eq. 41)."""
+    gamma, eta_Q = 1.7, 0.05
+    xi = {"Q": params["Q"], "alpha": params["w"] / gamma}
+    np.testing.assert_allclose(
+        float(exact.softmax_risk_xi(xi, spec, gamma)),
+        float(exact.softmax_risk(params, spec)),
+        rtol=1e-6,
+    )
+    g_th = jax.grad(exact.softmax_risk)(params, spec)
+    g_xi = jax.grad(exact.softmax_risk_xi)(xi, spec, gamma)
+    w_next = params["w"] - gamma**2 * eta_Q * g_th["w"]
+    alpha_next = xi["alpha"] - eta_Q * g_xi["alpha"]
+    np.testing.assert_allclose(gamma * alpha_next, w_next, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g_xi["Q"], g_th["Q"], rtol=1e-5, atol=1e-7)
+    with pytest.raises(TypeError, match="alpha"):
+        exact.softmax_risk_xi(params, spec, gamma)
+    with pytest.raises(ValueError, match="gamma"):
+        exact.softmax_risk_xi(xi, spec, 0.0)

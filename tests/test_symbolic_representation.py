@@ -49,3 +49,28 @@ def test_theorem2_penalty_is_m_tau_over_N():
     assert diff == sp.zeros(1, 3)
     with pytest.raises(ValueError, match="Z_hat"):
         SR.theorem2_penalty(lem, [[1, 2]])
+
+
+def test_lemma5_isotropic_law_scales_the_loss():
+    """Under E[lambda lambda^T] = s^2 I the loss of every linear predictor is s^2 times eq. 9's."""
+    s = sp.Symbol("s", positive=True)
+    lem, lem_s = SR.lemma5_expr(1, 1, 2), SR.lemma5_expr(1, 1, 2, lam_var=s**2)
+    assert sp.expand(lem_s.loss - s**2 * lem.loss) == 0
+    assert lem.lam_var == 1 and lem_s.lam_var == s**2
+    with pytest.raises(ValueError, match="lam_var"):
+        SR.lemma5_expr(1, 1, 2, lam_var=0)
+
+
+def test_lemma5_printed_L_star_evaluates_the_printed_constant():
+    """The printed L* at float features (exact rationals) is the minimum less (K-N) m tau/(2K)."""
+    lem = SR.lemma5_expr(1, 1, 3)
+    mini = SR.lemma5_minimum(lem, [[1, 2, -1]])
+    printed = SR.lemma5_printed_L_star([[1.0, 2.0, -1.0]], 1, 0.5)
+    assert printed == mini.L_star_printed.subs(lem.tau, sp.Rational(1, 2))
+    assert sp.nsimplify(mini.L_star.subs(lem.tau, sp.Rational(1, 2)) - printed) == sp.Rational(1, 6)
+    with pytest.raises(ValueError, match="N must"):
+        SR.lemma5_printed_L_star([[1, 2]], 2, 0.5)
+    with pytest.raises(ValueError, match="tau"):
+        SR.lemma5_printed_L_star([[1, 2]], 1, 0)
+    with pytest.raises(ValueError, match="numeric"):
+        SR.lemma5_printed_L_star([[1, sp.Symbol("x")]], 1, 0.5)

@@ -109,6 +109,7 @@ from .representation import (
     softmax_loss,
     softmax_risk,
     softmax_risk_from_A,
+    softmax_risk_xi,
     theorem1_constants,
     zeta0,
 )
@@ -171,6 +172,7 @@ __all__ = [
     "ridge_gap_sweep",
     "softmax_risk_from_A",
     "softmax_risk",
+    "softmax_risk_xi",
     "softmax_loss",
     "zeta0",
     "Theorem1Constants",

@@ -5,7 +5,8 @@
 * :func:`ridge_matrix`, :func:`label_moment`, :func:`prediction_gap`, :func:`ridge_gap_sweep` --
   exact second moments of the ridge predictors of eq. 20 and 25 (Fig. 3);
 * :func:`softmax_risk` / :func:`softmax_risk_from_A` -- the exact population loss eq. 9 of the
-  one-layer softmax model (eq. 74-77), :func:`softmax_loss` (it as a training loss for
+  one-layer softmax model (eq. 74-77), :func:`softmax_risk_xi` (it in Lemma 6's parameters
+  ``xi``), :func:`softmax_loss` (it as a training loss for
   :func:`iclgd.train`, like Part I's :func:`~iclgd.exact.lsa_loss`), :func:`zeta0` and
   :func:`theorem1_constants` (Theorem 1), :func:`one_head_lower_bound` (Sec. 3.3),
   :func:`copy_prompt_loss` (the copy baseline of Sec. 4).
@@ -36,6 +37,7 @@ __all__ = [
     "ridge_gap_sweep",
     "softmax_risk_from_A",
     "softmax_risk",
+    "softmax_risk_xi",
     "softmax_loss",
     "zeta0",
     "Theorem1Constants",
@@ -335,6 +337,30 @@ def softmax_risk(params: dict, spec: RepresentationSpec) -> jax.Array:
         ``()``.
     """
     return softmax_risk_from_A(attention_matrix(params, spec), spec)
+
+
+def softmax_risk_xi(xi: dict, spec: RepresentationSpec, gamma) -> jax.Array:
+    """Lemma 6's ``ell(xi) = L(theta)`` (eq. 39-40): :func:`softmax_risk` at ``w = gamma alpha``.
+
+    With ``gamma = sqrt(eta_w / eta_Q)``, gradient descent on ``xi = {Q_h, alpha_h}`` with the one
+    step size ``eta_Q`` (eq. 41) is eq. 10's descent on ``theta = {Q_h, w_h}`` with ``eta_Q`` for
+    ``Q`` and ``eta_w = gamma^2 eta_Q`` for ``w``.
+
+    Args:
+        xi: ``{"Q": (H, d, d), "alpha": (H, K)}``.
+        spec: the task.
+        gamma: the scale ``> 0`` (a number, or a traced scalar).
+
+    Returns:
+        ``()``.
+    """
+    if not isinstance(xi, dict) or set(xi) != {"Q", "alpha"}:
+        got = sorted(xi) if isinstance(xi, dict) else type(xi).__name__
+        raise TypeError(f'xi must be a dict with keys "Q" and "alpha", got {got}')
+    gamma = v.scalar("gamma", gamma)
+    if not v.is_tracer(gamma) and not float(gamma) > 0:
+        raise ValueError(f"gamma must be > 0, got {float(gamma)}")
+    return softmax_risk({"Q": xi["Q"], "w": gamma * jnp.asarray(xi["alpha"])}, spec)
 
 
 def softmax_loss(spec: RepresentationSpec | None) -> Callable:

@@ -7,9 +7,10 @@ r"""Lemmas 4 and 5 of Yang et al. (2024), derived symbolically from the data mod
   model of eq. 8 is one, with ``a_k = sum_h w_{h,k} softmax(V^T Q_h v_k)``, eq. 35), computed from
   eq. 1 with ``lambda ~ N(0, I_m)`` (Assumption 1) and ``eps_k ~ N(0, tau I_m)``; every feature
   ``z_k = f(v_k)`` and every ``a_k`` entry is a free symbol.
+  With ``lam_var`` the law of ``lambda`` is any isotropic one, ``E[lambda lambda^T] = lam_var I_m``.
 * :func:`lemma5_minimum` -- at a numeric (rational) feature matrix, the minimiser of that loss over
   ``A_hat`` (a linear solve, exact) and its minimum ``L*`` as a rational function of ``tau``, beside
-  ``L*`` as printed in Lemma 5 and eq. 34's ``A``.
+  ``L*`` as printed in Lemma 5 (:func:`lemma5_printed_L_star`) and eq. 34's ``A``.
 * :func:`theorem2_penalty` -- Theorem 2 from that minimiser: the prediction ``y^T A_min`` of the
   loss-minimising model is the ridge regression ``(y, (Z^Q)^T lambda_rho)`` for exactly one penalty
   ``rho``, solved for (the paper's answer is ``m tau / N``, eq. 20).
@@ -40,6 +41,7 @@ __all__ = [
     "lemma4_expr",
     "lemma5_expr",
     "lemma5_minimum",
+    "lemma5_printed_L_star",
     "theorem2_penalty",
 ]
 
@@ -105,7 +107,10 @@ class Lemma5(NamedTuple):
         loss: eq. 9, ``(1/2K) sum_k E_{lambda, eps} (y^T a_k - y_k)^2``, noise variance ``tau``.
         loss_tau2: the same with noise variance ``tau^2`` (App. D.3's wording).
         eq77: eq. 75 with eq. 76-77 as printed, ``(1/2K) sum_k [||Z a_k - z_k||^2
-            + m tau (||a_k||^2 + 1) - 2 m tau a_kk 1{k <= N}]``.
+            + m tau (||a_k||^2 + 1) - 2 m tau a_kk 1{k <= N}]`` (Assumption 1, whatever
+            ``lam_var``).
+        lam_var: ``E[lambda lambda^T] = lam_var I_m`` used for ``loss`` and ``loss_tau2`` (1:
+            Assumption 1).
     """
 
     tau: sp.Symbol
@@ -117,23 +122,31 @@ class Lemma5(NamedTuple):
     loss: sp.Expr
     loss_tau2: sp.Expr
     eq77: sp.Expr
+    lam_var: sp.Expr = sp.S.One
 
 
-def lemma5_expr(m: int, N: int, K: int) -> Lemma5:
+def lemma5_expr(m: int, N: int, K: int, lam_var: Any = 1) -> Lemma5:
     """The population loss eq. 9 of ``y_hat_k = <y, a_k>`` from eq. 1, by exact Gaussian moments.
 
     Labels ``y_k = lambda^T (z_k + eps_k)`` for all ``K`` tokens, the prompt ``y = (y_1..y_N)``;
-    ``lambda ~ N(0, I_m)``, ``eps_k ~ N(0, tau I_m)`` independent. Cost grows fast: keep
-    ``m K <= 12``.
+    ``lambda ~ N(0, lam_var I_m)`` (Assumption 1: ``lam_var = 1``), ``eps_k ~ N(0, tau I_m)``
+    independent. The loss is quadratic in ``lambda``, so only ``E[lambda lambda^T]`` enters it: the
+    result holds for every law of ``lambda`` with mean 0 and that second moment. Cost grows fast:
+    keep ``m K <= 12``.
 
     Args:
         m: number of basis functions, ``>= 1``.
         N: prompt length, ``>= 1``.
         K: dictionary size, ``> N``.
+        lam_var: the variance of each ``lambda_i``, a positive number or sympy expression (e.g. a
+            positive symbol ``s**2``).
     """
     m, N, K = positive_int("m", m), positive_int("N", N), positive_int("K", K, 2)
     if N >= K:
         raise ValueError(f"N must satisfy 1 <= N < K = {K}, got {N}")
+    lam_var = sp.sympify(lam_var)
+    if lam_var.is_positive is not True:
+        raise ValueError(f"lam_var must be a positive number or expression, got {lam_var}")
     tau = sp.Symbol("tau", positive=True)
     Zh = sp.Matrix(m, K, lambda i, k: sp.Symbol(f"z_{i}_{k}", real=True))
     A = sp.Matrix(N, K, lambda i, k: sp.Symbol(f"a_{i}_{k}", real=True))
@@ -144,7 +157,7 @@ def lemma5_expr(m: int, N: int, K: int) -> Lemma5:
     sq = sum((((y.T * A[:, k])[0] - y_all[k]) ** 2 for k in range(K)), sp.S.Zero) / (2 * K)
     losses = []
     for var in (tau, tau**2):
-        groups = [(list(eps), None, var * sp.eye(m * K)), (list(lam), None, None)]
+        groups = [(list(eps), None, var * sp.eye(m * K)), (list(lam), None, lam_var * sp.eye(m))]
         losses.append(sp.expand(expect_independent(sq, groups)))
     Z = Zh[:, :N]
     eq77 = sum(
@@ -156,7 +169,7 @@ def lemma5_expr(m: int, N: int, K: int) -> Lemma5:
         ),
         sp.S.Zero,
     ) / (2 * K)
-    return Lemma5(tau, m, N, K, Zh, A, losses[0], losses[1], sp.expand(eq77))
+    return Lemma5(tau, m, N, K, Zh, A, losses[0], losses[1], sp.expand(eq77), lam_var)
 
 
 class Lemma5Minimum(NamedTuple):
@@ -199,15 +212,47 @@ def lemma5_minimum(lem: Lemma5, Z_hat: Any) -> Lemma5Minimum:
     m, N, K, tau = lem.m, lem.N, lem.K, lem.tau
     Z = Zv[:, :N]
     G = Z.T * Z + m * tau * sp.eye(N)
-    Gi = G.inv()
     E = sp.eye(N).row_join(sp.zeros(N, K - N))
-    A34 = (Gi * (Z.T * Zv + m * tau * E)).applyfunc(sp.cancel)
-    printed = sp.S.Zero
+    A34 = (G.inv() * (Z.T * Zv + m * tau * E)).applyfunc(sp.cancel)
+    printed = lemma5_printed_L_star(Zv, N, tau)
+    return Lemma5Minimum(A_min, A34, L_star, printed, loss)
+
+
+def lemma5_printed_L_star(Z_hat: Any, N: int, tau: Any) -> sp.Expr:
+    """Lemma 5's constant ``L*`` (eq. 36) exactly as printed, at numeric features.
+
+    ``L* = 1/(2K) [sum_{k<=N} c_k + sum_{k>N} c'_k]`` with (eq. 78-79)
+    ``c_k = ||z_k||^2 + m tau - r_k^T G^{-1} r_k``, ``r_k = Z^T z_k + m tau e_k`` and
+    ``c'_k = ||z_k||^2 - (Z^T z_k)^T G^{-1} Z^T z_k``, ``G = Z^T Z + m tau I_N``: the query tokens'
+    ``c'_k`` has no ``+ m tau`` (their label noise), unlike the minimum of the loss. Floats are
+    converted to exact rationals (``sp.Rational``), so the value is exact at those features.
+
+    Args:
+        Z_hat: numeric ``(m, K)`` features (``Z = Z_hat[:, :N]``).
+        N: prompt length, ``1 <= N < K``.
+        tau: noise variance, a number ``> 0`` or a positive symbol.
+
+    Returns:
+        a sympy expression (a number if ``tau`` is one).
+    """
+    Zv = as_matrix("Z_hat", Z_hat)
+    if not all(e.is_number for e in Zv):
+        raise ValueError(f"Z_hat must be a numeric (m, K) matrix, got symbols in {Zv.shape}")
+    Zv = Zv.applyfunc(lambda e: sp.Rational(e) if isinstance(e, sp.Float) else sp.nsimplify(e))
+    m, K = Zv.shape
+    N = positive_int("N", N)
+    if N >= K:
+        raise ValueError(f"N must satisfy 1 <= N < K = {K}, got {N}")
+    tau = sp.Rational(tau) if isinstance(tau, float) else sp.sympify(tau)
+    if tau.is_positive is not True:
+        raise ValueError(f"tau must be positive, got {tau}")
+    Z = Zv[:, :N]
+    Gi = (Z.T * Z + m * tau * sp.eye(N)).inv()
+    total = sp.S.Zero
     for k in range(K):
-        r = Z.T * Zv[:, k] + (m * tau * E[:, k] if k < N else sp.zeros(N, 1))
-        c = (Zv[:, k].T * Zv[:, k])[0] - (r.T * Gi * r)[0] + (m * tau if k < N else 0)
-        printed += c
-    return Lemma5Minimum(A_min, A34, L_star, sp.cancel(printed / (2 * K)), loss)
+        r = Z.T * Zv[:, k] + (m * tau * sp.eye(N)[:, k] if k < N else sp.zeros(N, 1))
+        total += (Zv[:, k].T * Zv[:, k])[0] - (r.T * Gi * r)[0] + (m * tau if k < N else 0)
+    return sp.cancel(total / (2 * K))
 
 
 class Theorem2Penalty(NamedTuple):
