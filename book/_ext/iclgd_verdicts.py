@@ -101,6 +101,7 @@ def add_badges(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         col = _column(table)
         if col is None:
             continue
+        table["classes"].append("iclgd-claims")  # book/_static/iclgd.css: its verdict column
         part = part_page.group(1) if part_page else (_part_of(table) if errata_page else None)
         j = 0
         for row in _body_rows(table):
