@@ -79,6 +79,7 @@ def _check_gdpp_L(L) -> int:
     return L
 
 
+@functools.cache  # sympy's expansion of q(s)^2 is the slow part: once per size
 def _gdpp_poly(L: int, n: int, d: int) -> tuple[sp.Poly, tuple, tuple]:
     a = sp.symbols(f"a_0:{L}", real=True)
     b = sp.symbols(f"b_0:{L - 1}", real=True) if L > 1 else ()
@@ -131,16 +132,21 @@ def gdpp_risk_expr(L: int, n: int, d: int) -> tuple[sp.Expr, tuple, tuple]:
 
 
 class _PolyEval:
-    """Value, gradient and Hessian of a multivariate polynomial, in float64 or mpmath."""
+    """Value, gradient and Hessian of a multivariate polynomial, in float64 or mpmath.
+
+    The mpmath path (:meth:`mp`) is exact before its one rounding: a point of mpmath numbers is a
+    point of dyadic rationals, so every monomial is an exact integer over a power of two, and the
+    sum over the monomials (exact rational coefficients on a common denominator) is rounded once
+    to the working precision.
+    """
 
     def __init__(self, P: sp.Poly):
         mons, coefs = zip(*P.terms(), strict=True)
         self.E = np.array(mons, dtype=np.int64)  # (T, V) exponents
         self.q = [sp.Rational(c) for c in coefs]  # exact coefficients
         self.c64 = np.array([float(c) for c in self.q])
-
-    def _mp(self):
-        return [mpmath.mpf(c.p) / c.q for c in self.q]
+        self.den = int(functools.reduce(sp.ilcm, (int(c.q) for c in self.q), 1))
+        self._derived: dict = {}  # variables differentiated -> (coefficients, exponents, shifts)
 
     def f64(self, x):
         return float(self.c64 @ np.prod(np.asarray(x, float) ** self.E, axis=1))
@@ -166,36 +172,65 @@ class _PolyEval:
             out[j] = (self.c64 * e) @ np.prod(x**E, axis=1)
         return out
 
+    def _terms(self, skip: tuple) -> tuple:
+        """The derivative of the polynomial in the variables ``skip`` (times ``den``): its integer
+        coefficients (object array), exponents ``(T', V)`` and the shifts ``top - degree``;
+        cached."""
+        if skip not in self._derived:
+            K, E = [], []
+            for c, e in zip(self.q, self.E.tolist(), strict=True):
+                k = int(c.p) * (self.den // int(c.q))
+                for j in skip:
+                    k *= e[j]
+                    e[j] -= 1
+                if k:
+                    K.append(k)
+                    E.append(e)
+            E = np.array(E, dtype=np.int64).reshape(len(K), self.E.shape[1])
+            top = int(self.E.sum(1).max())
+            self._derived[skip] = (np.array(K, dtype=object), E, top - E.sum(1))
+        return self._derived[skip]
+
+    def _eval(self, skip: tuple, pw: list, shift: int):
+        """The derivative ``skip`` at ``x_j = M_j 2^shift`` (``pw[j] = [M_j^0, M_j^1, ...]``, object
+        arrays), correctly rounded to mpmath's working precision."""
+        K, E, rest = self._terms(skip)
+        t = K.copy()
+        for j, row in enumerate(pw):
+            t *= row[E[:, j]]
+        top = int(self.E.sum(1).max())
+        if shift >= 0:  # x^e = M^e 2^(shift |e|)
+            num, den = int(np.sum(t << (shift * (top - rest)).astype(object))), self.den
+        else:  # over the common denominator 2^(-shift top)
+            num = int(np.sum(t << (-shift * rest).astype(object)))
+            den = self.den << (-shift * top)
+        return mpmath.mpf(mpmath.libmp.from_rational(num, den, mpmath.mp.prec, "n"))
+
     def mp(self, x, order: int):
-        """``f`` (order 0), its gradient (1) or Hessian (2) at ``x`` in the current precision."""
+        """``f`` (order 0), its gradient (1) or Hessian (2) at ``x`` (mpmath numbers, or floats),
+        exact up to one rounding to the current precision."""
         V = len(x)
-        c = self._mp()
-        pw = [[mpmath.mpf(1)] + [None] * int(self.E[:, j].max()) for j in range(V)]
+        x = [mpmath.mpf(t) for t in x]
+        if not all(mpmath.isfinite(t) for t in x):  # as the arithmetic would: NaN throughout
+            nan = mpmath.mpf("nan")
+            return nan if order == 0 else [nan] * V if order == 1 else mpmath.matrix(V, V) * nan
+        raw = [t._mpf_ for t in x]  # (sign, mantissa, exponent, bits)
+        shift = min((r[2] for r in raw if r[1]), default=0)
+        M = [(-1) ** r[0] * (r[1] << (r[2] - shift)) if r[1] else 0 for r in raw]
+        pw = []
         for j in range(V):
-            for k in range(1, len(pw[j])):
-                pw[j][k] = pw[j][k - 1] * x[j]
-
-        def mono(t, skip):  # prod_j x_j^(E_tj - skip_j), times the falling factors
-            val = c[t]
-            for j in range(V):
-                e = int(self.E[t, j])
-                s_ = skip.count(j)
-                if e < s_:
-                    return 0
-                for r in range(s_):
-                    val *= e - r
-                val *= pw[j][e - s_]
-            return val
-
-        T = len(c)
+            row = [1]
+            for _ in range(int(self.E[:, j].max())):
+                row.append(row[-1] * M[j])
+            pw.append(np.array(row, dtype=object))
         if order == 0:
-            return mpmath.fsum(mono(t, []) for t in range(T))
+            return self._eval((), pw, shift)
         if order == 1:
-            return [mpmath.fsum(mono(t, [j]) for t in range(T)) for j in range(V)]
+            return [self._eval((j,), pw, shift) for j in range(V)]
         H = mpmath.matrix(V, V)
         for i in range(V):
             for j in range(i, V):
-                H[i, j] = H[j, i] = mpmath.fsum(mono(t, [i, j]) for t in range(T))
+                H[i, j] = H[j, i] = self._eval((i, j), pw, shift)
         return H
 
 
