@@ -293,3 +293,39 @@ def test_softmax_risk_xi_is_lemma6_reparameterisation(spec, params):
         exact.softmax_risk_xi(params, spec, gamma)
     with pytest.raises(ValueError, match="gamma"):
         exact.softmax_risk_xi(xi, spec, 0.0)
+
+
+@pytest.mark.parametrize("H_", [2, 6])
+def test_frozen_q_gap_is_gd_on_w(small, H_):
+    """frozen_q_gap equals GD on w alone (jax.grad of the exact risk, Q fixed), for H >= N and for
+    H < N (where part of the residual cannot be reached), from w = 0 and from w != 0."""
+    with jax.enable_x64(True):
+        p = S.init_softmax(jax.random.PRNGKey(1), 4, 8, H_)
+        p = {"Q": p["Q"], "w": 0.3 * jax.random.normal(jax.random.PRNGKey(2), (H_, 8))}
+        L_star = float(exact.optimal_loss(small))
+        eta = 0.7
+        gw = jax.grad(lambda w: exact.softmax_risk({"Q": p["Q"], "w": w}, small))
+        w, gaps = p["w"], []
+        for _ in range(6):
+            gaps.append(float(exact.softmax_risk({"Q": p["Q"], "w": w}, small)) - L_star)
+            w = w - eta * gw(w)
+        got = exact.frozen_q_gap(p, small, eta, np.arange(6))
+        np.testing.assert_allclose(got, gaps, rtol=1e-9)
+        # the asymptotic factor per step is (1 - eta zeta / K)^2 when H >= N
+        if H_ >= small.N:
+            far = exact.frozen_q_gap(p, small, eta, [4000, 4001])
+            z = float(exact.zeta0(p, small))
+            assert far[1] / far[0] == pytest.approx((1 - eta * z / 8) ** 2, rel=1e-9)
+
+
+def test_frozen_q_gap_bad_input(small):
+    with jax.enable_x64(True):
+        p = S.init_softmax(jax.random.PRNGKey(1), 4, 8, 6)
+        with pytest.raises(ValueError, match="eta_w"):
+            exact.frozen_q_gap(p, small, 0.0, [0, 1])
+        with pytest.raises(ValueError, match="t must be >= 0"):
+            exact.frozen_q_gap(p, small, 0.1, [-1, 1])
+        with pytest.raises(ValueError, match="t"):
+            exact.frozen_q_gap(p, small, 0.1, [[0, 1]])
+        with pytest.raises(ValueError, match="params"):
+            exact.frozen_q_gap({"Q": p["Q"]}, small, 0.1, [0])

@@ -158,3 +158,33 @@ def test_bad_spec_and_batch(rep_spec):
         baselines.y_star(rep_spec, jnp.ones((2, 4)))
     with pytest.raises(ValueError, match="Assumption 1"):
         exact.optimal_loss(rep_spec._replace(lam_std=jnp.asarray(2.0)))
+
+
+def test_training_prompts_are_a_fixed_set(rep_spec):
+    """Prompt i of a training set depends only on (key, i): the same in every minibatch, different
+    for another i or another set; its labels follow eq. 1."""
+    key = jax.random.PRNGKey(3)
+    a = tasks.sample_training_prompts(key, rep_spec, jnp.array([0, 7, 2]))
+    b = tasks.sample_training_prompts(key, rep_spec, jnp.array([7]))
+    np.testing.assert_array_equal(a.y_all[1], b.y_all[0])
+    assert not np.allclose(a.y_all[0], a.y_all[2])
+    c = tasks.sample_training_prompts(jax.random.PRNGKey(4), rep_spec, jnp.array([0]))
+    assert not np.allclose(a.y_all[0], c.y_all[0])
+    want = np.einsum("bi,bki->bk", a.lam, np.asarray(rep_spec.Z_hat).T[None] + a.eps)
+    np.testing.assert_allclose(a.y_all, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(a.y, a.y_all[:, : rep_spec.N])
+    assert a.E.shape == (3, rep_spec.d + 1, rep_spec.K)
+    jitted = jax.jit(tasks.sample_training_prompts)(key, rep_spec, jnp.array([0, 7, 2]))
+    np.testing.assert_allclose(jitted.y_all, a.y_all, rtol=1e-6)
+
+
+def test_training_prompts_bad_input(rep_spec):
+    key = jax.random.PRNGKey(3)
+    with pytest.raises(ValueError, match="index must be >= 0"):
+        tasks.sample_training_prompts(key, rep_spec, jnp.array([-1, 2]))
+    with pytest.raises(TypeError, match="index must hold integers"):
+        tasks.sample_training_prompts(key, rep_spec, jnp.array([0.5]))
+    with pytest.raises(ValueError, match="index"):
+        tasks.sample_training_prompts(key, rep_spec, jnp.zeros((2, 2), int))
+    with pytest.raises(TypeError, match="key"):
+        tasks.sample_training_prompts(0, rep_spec, jnp.array([0]))

@@ -67,3 +67,38 @@ def test_batch_and_per_prompt_loss_bad_input():
         training.per_prompt_loss(model)(params, batch.X)
     with pytest.raises(ValueError, match="its 5 arrays"):
         training.per_prompt_loss(model)(params, batch.X, batch.y)
+
+
+def test_training_set_loss_is_eq9_on_the_fixed_set():
+    """batch = n: the finite-sample loss of the whole set, for every key; batch < n: a minibatch of
+    it, whose mean over many keys is that loss."""
+    from iclgd import models
+
+    spec = tasks.make_representation_spec(jax.random.PRNGKey(0), K=8, d=4, m=2, N=3, tau=0.1)
+    model = models.softmax_attention_model(spec, 3)
+    p = model.init(jax.random.PRNGKey(1))
+    set_key, n = jax.random.PRNGKey(5), 40
+    full = tasks.sample_training_prompts(set_key, spec, jnp.arange(n))
+    want = 0.5 * float(jnp.mean((model.predict(p, full) - full.y_all) ** 2))
+    whole = training.training_set_loss(model, n, n)
+    for k in range(2):
+        assert float(whole(p, jax.random.PRNGKey(k), spec, set_key)) == pytest.approx(want)
+    mini = jax.jit(training.training_set_loss(model, n, 8))
+    vals = [float(mini(p, jax.random.PRNGKey(k), spec, set_key)) for k in range(400)]
+    assert len(set(vals)) > 1
+    assert np.mean(vals) == pytest.approx(want, rel=0.05)
+    r = iclgd.train(mini, p, jax.random.PRNGKey(2), steps=5, args=(spec, set_key), progress=False)
+    assert not r.diverged
+
+
+def test_training_set_loss_bad_input():
+    from iclgd import models
+
+    spec = tasks.make_representation_spec(jax.random.PRNGKey(0), K=8, d=4, m=2, N=3, tau=0.1)
+    model = models.softmax_attention_model(spec, 3)
+    with pytest.raises(ValueError, match="batch must be <= n"):
+        training.training_set_loss(model, 4, 8)
+    with pytest.raises(ValueError, match="n"):
+        training.training_set_loss(model, 0, 1)
+    with pytest.raises(TypeError, match="model"):
+        training.training_set_loss(3, 4, 2)

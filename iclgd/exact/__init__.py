@@ -99,6 +99,7 @@ from .pgd import (
 from .representation import (
     Theorem1Constants,
     copy_prompt_loss,
+    frozen_q_gap,
     label_moment,
     limit_matrix,
     one_head_lower_bound,
@@ -177,6 +178,7 @@ __all__ = [
     "zeta0",
     "Theorem1Constants",
     "theorem1_constants",
+    "frozen_q_gap",
     "one_head_lower_bound",
     "copy_prompt_loss",
     "pgd_risk",

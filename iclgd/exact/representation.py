@@ -8,7 +8,8 @@
   one-layer softmax model (eq. 74-77), :func:`softmax_risk_xi` (it in Lemma 6's parameters
   ``xi``), :func:`softmax_loss` (it as a training loss for
   :func:`iclgd.train`, like Part I's :func:`~iclgd.exact.lsa_loss`), :func:`zeta0` and
-  :func:`theorem1_constants` (Theorem 1), :func:`one_head_lower_bound` (Sec. 3.3),
+  :func:`theorem1_constants` (Theorem 1), :func:`frozen_q_gap` (Theorem 1's GD with ``Q``
+  frozen: least squares in ``w``), :func:`one_head_lower_bound` (Sec. 3.3),
   :func:`copy_prompt_loss` (the copy baseline of Sec. 4).
 
 The task family is :mod:`iclgd.tasks.representation`; the model, :mod:`iclgd.models.softmax`.
@@ -42,6 +43,7 @@ __all__ = [
     "zeta0",
     "Theorem1Constants",
     "theorem1_constants",
+    "frozen_q_gap",
     "one_head_lower_bound",
     "copy_prompt_loss",
 ]
@@ -480,6 +482,52 @@ def theorem1_constants(params: dict, spec: RepresentationSpec) -> Theorem1Consta
     eta_w = gamma**2 * eta_Q
     rate = float(1 - eta_w * z0 / (2 * K))
     return Theorem1Constants(z0, d0, float(gamma), L_s, eta_Q, float(eta_w), rate)
+
+
+def frozen_q_gap(params: dict, spec: RepresentationSpec, eta_w: float, t) -> np.ndarray:
+    """``L(theta_t) - L*`` of gradient descent on ``w`` alone, ``Q`` frozen at ``params["Q"]``,
+    from ``params["w"]`` with step ``eta_w`` (eq. 10 with ``eta_Q = 0``), in closed form.
+
+    With ``Q`` fixed the loss is a least-squares problem in ``w`` (Lemma 5):
+    ``L - L* = 1/(2K) sum_k ||r_k||^2`` with ``r_k = Z_bar (C_k w_k - a_k)`` (``C_k``, ``B_k =
+    Z_bar C_k`` of eq. 13, ``a_k`` the columns of eq. 34's ``A``), and a GD step maps
+    ``r_k -> (I - eta_w/K B_k B_k^T) r_k``. With ``B_k B_k^T = U diag(nu) U^T``::
+
+        L(theta_t) - L* = 1/(2K) sum_k sum_i (1 - eta_w nu_ki / K)^(2t) (U^T r_k(0))_i^2,
+
+    so for ``eta_w nu_ki < K`` the gap decays asymptotically by ``(1 - eta_w zeta / K)^2`` per step,
+    ``zeta = min_k lambda_min(B_k B_k^T)`` (eq. 14 at ``params``; a component of ``r_k`` outside
+    the range of ``B_k``, possible when ``H < N``, stays). Theorem 1's rates (eq. 15-17) make
+    ``eta_Q`` so small that its GD follows this curve (the training chapter).
+
+    Args:
+        params: ``{"Q": (H, d, d), "w": (H, K)}``.
+        spec: the task (Assumption 1, as Lemma 5).
+        eta_w: the step on ``w``, ``> 0``.
+        t: ``(T,)`` non-negative step counts (integers or floats).
+
+    Returns:
+        ``(T,)`` float64 numpy array.
+    """
+    spec = check_spec(spec)
+    _check_softmax_params(params, _spec_dims(spec))
+    eta_w = v.positive_float("eta_w", eta_w)
+    t = np.asarray(v.array("t", t, "T"), np.float64)
+    if t.size and t.min() < 0:
+        raise ValueError(f"t must be >= 0, got min {t.min()}")
+    N, K, m, tau = spec.N, spec.K, spec.m, float(spec.tau)
+    Z = np.asarray(spec.Z, np.float64)
+    ev, U = np.linalg.eigh(Z.T @ Z + m * tau * np.eye(N))
+    Zbar = (U * np.sqrt(np.clip(ev, 0, None))) @ U.T
+    C = np.asarray(_scores(jnp.asarray(params["Q"], jnp.float64), spec), np.float64)  # (H, N, K)
+    B = np.einsum("ij,hjk->kih", Zbar, C)  # (K, N, H)
+    A = np.asarray(limit_matrix(spec), np.float64)
+    w = np.asarray(params["w"], np.float64)
+    r0 = np.einsum("kih,hk->ki", B, w) - np.einsum("ij,jk->ki", Zbar, A)  # (K, N): r_k(0)
+    nu, V = np.linalg.eigh(B @ np.swapaxes(B, 1, 2))  # (K, N), (K, N, N)
+    c2 = np.einsum("kji,kj->ki", V, r0) ** 2
+    factor = (1 - eta_w * nu / K) ** 2  # (K, N)
+    return np.einsum("ki,tki->t", c2, factor[None] ** t[:, None, None]) / (2 * K)
 
 
 def one_head_lower_bound(spec: RepresentationSpec) -> float:

@@ -35,6 +35,7 @@ from .representation import (
     representation_labels,
     sample_lambda,
     sample_representation_tasks,
+    sample_training_prompts,
 )
 
 __all__ = [
@@ -62,5 +63,6 @@ __all__ = [
     "sample_lambda",
     "representation_labels",
     "sample_representation_tasks",
+    "sample_training_prompts",
     "embed_representation",
 ]

@@ -61,6 +61,7 @@ __all__ = [
     "sample_lambda",
     "representation_labels",
     "sample_representation_tasks",
+    "sample_training_prompts",
     "embed_representation",
 ]
 
@@ -459,3 +460,50 @@ def _sample(key, spec, mean, std, batch):
     lam = mean + std * z[:, :m]
     eps = jnp.sqrt(spec.tau) * z[:, m:].reshape(batch, K, m)
     return _batch_from(spec, lam, eps)
+
+
+def sample_training_prompts(
+    key: jax.Array, spec: RepresentationSpec, index: jax.Array
+) -> RepresentationBatch:
+    """Prompts ``index`` of the fixed training set ``key`` (Sec. 4: "the training set with 10000
+    samples"): prompt ``i`` is :func:`sample_representation_tasks` of one prompt from
+    ``jax.random.fold_in(key, i)``.
+
+    The key alone defines a training set of any size, and a minibatch costs only its own prompts
+    (10,000 prompts of the paper's sizes would take 1.6 GB of embeddings in float64). Jittable;
+    ``index`` may be traced (:func:`iclgd.training.training_set_loss` draws it at every step).
+
+    Args:
+        key: PRNG key of the training set.
+        spec: the task.
+        index: ``(B,)`` non-negative integers, the prompts to return.
+
+    Returns:
+        A :class:`RepresentationBatch` of ``B`` prompts; the same ``(key, i)`` gives the same
+        prompt in every call.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from iclgd import tasks
+        >>> spec = tasks.make_representation_spec(jax.random.key(0), K=6, d=4, m=2, N=3, tau=0.1)
+        >>> a = tasks.sample_training_prompts(jax.random.key(1), spec, jnp.array([0, 5]))
+        >>> b = tasks.sample_training_prompts(jax.random.key(1), spec, jnp.array([5]))
+        >>> bool(jnp.all(a.y_all[1] == b.y_all[0]))
+        True
+    """
+    v.prng_key("key", key)
+    spec = check_spec(spec)
+    if not isinstance(index, jax.core.Tracer):
+        index = v.array("index", index, "B")
+        if not jnp.issubdtype(jnp.asarray(index).dtype, jnp.integer):
+            raise v.ArgumentTypeError(f"index must hold integers, got {jnp.asarray(index).dtype}")
+        if index.size and int(jnp.min(index)) < 0:
+            raise ValueError(f"index must be >= 0, got min {int(jnp.min(index))}")
+    return _training_prompts(key, spec, jnp.asarray(index))
+
+
+@jax.jit
+def _training_prompts(key, spec, index):
+    mean, std = spec.lam_mean, spec.lam_std
+    one = jax.vmap(lambda i: _sample(jax.random.fold_in(key, i), spec, mean, std, 1))(index)
+    return jax.tree.map(lambda a: a[:, 0], one)

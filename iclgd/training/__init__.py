@@ -15,6 +15,7 @@ from .losses import (
     per_prompt_loss,
     sampled_loss,
     sampled_population_loss,
+    training_set_loss,
 )
 from .optim import OPTIMIZERS, make_optimizer
 
@@ -30,6 +31,7 @@ __all__ = [
     "batch_loss",
     "per_prompt_loss",
     "sampled_population_loss",
+    "training_set_loss",
     "OPTIMIZERS",
     "make_optimizer",
 ]

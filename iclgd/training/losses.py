@@ -4,6 +4,7 @@
 * :func:`batch_loss` -- Parts I and III: the mean squared error on one fixed batch (L-BFGS);
 * :func:`per_prompt_loss` -- Parts I and III: the squared error of every prompt of a batch;
 * :func:`sampled_population_loss` -- Part II: eq. 9 on fresh prompts of a representation task;
+* :func:`training_set_loss` -- Part II: eq. 9 on minibatches of a fixed training set (Sec. 4);
 * :func:`evaluate` -- a sampled loss averaged over fresh batches, with its standard error.
 
 Exact population risks, which ignore the key, are in :mod:`iclgd.exact`.
@@ -24,6 +25,7 @@ from ..models import Model
 from ..tasks.linear import Prior, TaskBatch, check_prior, sample_tasks
 from ..tasks.representation import (
     sample_representation_tasks,
+    sample_training_prompts,
 )
 from .loop import _LOSS_FN, LossFn, _check_args, _loss_output
 
@@ -32,6 +34,7 @@ __all__ = [
     "batch_loss",
     "per_prompt_loss",
     "sampled_population_loss",
+    "training_set_loss",
     "evaluate",
 ]
 
@@ -179,6 +182,42 @@ def sampled_population_loss(model, batch: int) -> Callable:
 
     def loss(params, key, spec):
         b = sample_representation_tasks(key, spec, batch)
+        return 0.5 * jnp.mean((predict(params, b) - b.y_all) ** 2)
+
+    return loss
+
+
+def training_set_loss(model, n: int, batch: int) -> Callable:
+    """Eq. 9 on a fixed training set of ``n`` prompts, ``batch`` of them per call (Sec. 4: "the
+    training set with 10000 samples", "a batch size 256").
+
+    Each call draws ``batch`` distinct prompts of the set (uniformly, without replacement within a
+    batch, independently between calls: not a shuffled pass per epoch) and returns
+    ``1/2 mean_b [1/K sum_k (y_hat_k - y_k)^2]`` on them. The set is
+    :func:`iclgd.tasks.sample_training_prompts` of its key; with ``batch = n`` every call sees the
+    whole set (the finite-sample training loss).
+
+    Args:
+        model: an iclgd :class:`~iclgd.models.Model` of Part II, or ``predict(params, batch) ->
+            (B, K)``.
+        n: prompts in the training set, ``>= 1``.
+        batch: prompts per call, ``1 <= batch <= n``.
+
+    Returns:
+        ``loss(params, key, spec, set_key) -> ()``; pass ``args=(spec, set_key)`` to
+        :func:`iclgd.train`.
+    """
+    predict = _predict_fn(model)
+    n = v.positive_int("n", n)
+    batch = v.positive_int("batch", batch)
+    if batch > n:
+        raise ValueError(
+            f"batch must be <= n (prompts drawn without replacement), got {batch} > {n}"
+        )
+
+    def loss(params, key, spec, set_key):
+        idx = jax.random.choice(key, n, (batch,), replace=False) if batch < n else jnp.arange(n)
+        b = sample_training_prompts(set_key, spec, idx)
         return 0.5 * jnp.mean((predict(params, b) - b.y_all) ** 2)
 
     return loss
