@@ -84,6 +84,7 @@ CROSS_CUTTING = {
     "notebooks_meta": "the chapters' conventions",
     "numeric_variant": "scripts/numeric_variant.sh",
     "paper_runs": "scripts/record_paper_run.py and the paper-scale records",
+    "pdf": "scripts/build_pdf.py and the whole-book PDF",
     "reader_notebooks": "scripts/make_reader_notebooks.py",
 }
 
