@@ -71,7 +71,7 @@ FOOTER = (
 
 # Print-only style added to the page: a chapter per page; the folded cells' toggles left out, and
 # a folded cell without output (each chapter's Colab bootstrap) altogether; no link to this PDF;
-# no page break right after a heading or inside a code cell shorter than a page.
+# no page break right after a heading, or inside a code cell or a tab set shorter than a page.
 PRINT_CSS = """
 @media print {
   span[id^="document-"] { display: block; break-before: page; }
@@ -79,7 +79,7 @@ PRINT_CSS = """
   .cell.tag_hide-input:not(:has(.cell_output)) { display: none !important; }
   .iclgd-pdf-link { display: none !important; }
   h1, h2, h3, h4, h5, h6 { break-after: avoid; }
-  .cell_input, .cell_output img, figure img { break-inside: avoid; }
+  .cell_input, .cell_output img, figure img, .sd-tab-set { break-inside: avoid; }
 }
 """
 
@@ -320,9 +320,10 @@ def print_pdf(out: Path) -> dict:
     high = 1.5 * filled + page["chapters"]
     print(
         f"{out.relative_to(REPO) if out.is_relative_to(REPO) else out}: {pages} pages, "
-        f"{len(data) / 2**20:.1f} MiB ({page['chapters']} chapters, {page['math']} formulas, "
-        f"{page['images']} images, {len(state['paperTabs'])} paper-scale tab sets); settled in "
-        f"{settled:.0f} s, printed in {time.perf_counter() - start - settled:.0f} s"
+        f"{len(data) / 2**20:.1f} MiB ({page['chapters']} pages of the site, "
+        f"{page['math']} formulas, {page['images']} images, {len(state['paperTabs'])} paper-scale "
+        f"tab sets); settled in {settled:.0f} s, "
+        f"printed in {time.perf_counter() - start - settled:.0f} s"
     )
     if not low <= pages <= high:
         sys.exit(
