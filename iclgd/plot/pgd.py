@@ -180,7 +180,7 @@ def training_dists(
                 ax.set_yscale("log")
                 ax.set_xlabel("L-BFGS iteration")
                 ax.set_title(tag + loss_title)
-                ax.legend(loc="upper center", fontsize=7.5)
+                _legend_below(ax, fontsize=7.5)  # outside: fresh-prompt markers sit at the right
                 continue
             for j, (lab, vals) in enumerate(panels[name].items()):
                 vals = _as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
