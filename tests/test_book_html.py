@@ -27,8 +27,9 @@ image, and measures the page in the browser. A page fails on
 
 Script errors on a page fail ``test_pages_run_without_script_errors``.
 
-Screenshots go to ``_build/screenshots/``: each page whole at 1400 px (down to
-:data:`SHOT_MAX_HEIGHT`), its first figure at 1400 px and its first table at 800 px, for people
+Screenshots go to ``_build/screenshots/``: each page whole at 1400 px (a long page in tiles of
+:data:`SHOT_MAX_HEIGHT` px: ``page.png``, ``page-2.png``, ...), its first figure at 1400 px and
+its first table at 800 px, for people
 to look at.
 
 ``test_the_check_*`` run the same check on a small hand-written page,
@@ -97,7 +98,7 @@ WIDE = 1400  # window width (px) of the figure check and of the screenshots
 LAYOUT = (1920, 1440, 1366, 1200)  # window widths (px) at which nothing may be cut off
 NARROW = (1000, 800)  # window widths (px) at which tables must fit too (a table screenshot at 800)
 PRINT = 794  # px: the viewport of the print-media check (A4, 210 mm at 96 px per inch)
-SHOT_MAX_HEIGHT = 16000  # px: a whole-page screenshot stops there (Chromium's texture limit)
+SHOT_MAX_HEIGHT = 16000  # px: the tiles of a whole-page screenshot (Chromium's texture limit)
 MIN_FIGURE_FRACTION = 0.8  # of the text column, at the wide window
 SEARCH_QUERIES = ("LSA", "gap")  # search.html is also opened with these, to check the results
 PAGE_TIMEOUT = 120.0  # s, per page
@@ -454,16 +455,17 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
         if "exceptionDetails" in reply:
             raise RuntimeError(f"{url}: the measuring script failed: {reply['exceptionDetails']}")
         result = reply["result"]["value"]
-        if shots is not None:  # the page whole (down to SHOT_MAX_HEIGHT)
+        if shots is not None:  # the page whole, in tiles of at most SHOT_MAX_HEIGHT
             height = browser.send(
                 "Runtime.evaluate",
                 {"expression": "document.documentElement.scrollHeight", "returnByValue": True},
                 session,
             )["result"]["value"]
-            whole = {"x": 0, "y": 0, "width": WIDE, "height": min(height, SHOT_MAX_HEIGHT)}
-            _screenshot(
-                browser, session, shots.with_name(shots.name + ".png"), {**whole, "scale": 1}
-            )
+            for k, top in enumerate(range(0, height, SHOT_MAX_HEIGHT)):
+                tile = {"x": 0, "y": top, "width": WIDE, "scale": 1}
+                tile["height"] = min(SHOT_MAX_HEIGHT, height - top)
+                name = shots.name + (f"-{k + 1}" if k else "") + ".png"
+                _screenshot(browser, session, shots.with_name(name), tile)
             # the first figure shown: a paper-scale tab's (iclgd_paper_runs.py) or a cell's
             figure = _clip(browser, session, ".iclgd-paper-output img, .cell_output img")
             if figure:
