@@ -29,8 +29,7 @@ Script errors on a page fail ``test_pages_run_without_script_errors``.
 
 Screenshots go to ``_build/screenshots/``: each page whole at 1400 px (a long page in tiles of
 :data:`SHOT_MAX_HEIGHT` px: ``page.png``, ``page-2.png``, ...), its first figure at 1400 px and
-its first table at 800 px, for people
-to look at.
+its first table at 800 px, for people to look at.
 
 ``test_the_check_*`` run the same check on a small hand-written page,
 ``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table, a code cell with
