@@ -100,13 +100,7 @@ async (css) => {
   await within(Promise.all(images.map((img) => img.decode().catch(() => null))), 120000);
   return {
     chapters: document.querySelectorAll('span[id^="document-"]').length,
-    math: document.querySelectorAll(".math").length,
-    untypeset: [...document.querySelectorAll(".math")]
-      .filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 80)),
-    errors: [...document.querySelectorAll("mjx-merror")]
-      .map((el) => el.getAttribute("data-mjx-error") || el.textContent),
-    undefined: [...document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]')]
-      .map((el) => el.textContent),
+    /* MATH */  // tests/test_book_html.py MATH_JS
     images: images.length,
     missing: images.filter((img) => !(img.complete && img.naturalWidth > 0))
       .map((img) => img.getAttribute("src")),
@@ -248,7 +242,7 @@ def print_pdf(out: Path) -> dict:
                 raise RuntimeError(f"script failed: {reply['exceptionDetails']}")
             return reply["result"]["value"]
 
-        page = evaluate(SETTLE_JS, PRINT_CSS)
+        page = evaluate(SETTLE_JS.replace("/* MATH */", book_html.MATH_JS), PRINT_CSS)
         fitted = evaluate(FIT_JS.replace("/* COLUMN */", book_html.COLUMN_JS))
         for item in fitted:
             print(

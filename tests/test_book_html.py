@@ -252,6 +252,18 @@ COLUMN_JS = """
     parseFloat(style.paddingRight);
 """
 
+# The math of a page, in MEASURE_JS and in scripts/build_pdf.py: how many formulas, those MathJax
+# left untypeset, its errors and the undefined macros (object members of the returned result).
+MATH_JS = """
+    math: document.querySelectorAll(".math").length,
+    untypeset: [...document.querySelectorAll(".math")]
+      .filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 80)),
+    errors: [...document.querySelectorAll("mjx-merror")]
+      .map((el) => el.getAttribute("data-mjx-error") || el.textContent),
+    undefined: [...document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]')]
+      .map((el) => el.textContent),
+"""
+
 # What the browser measures on a page (after MathJax and every image are done).
 MEASURE_JS = r"""
 async () => {
@@ -308,13 +320,7 @@ async () => {
   return {
     url: location.href,
     texts,
-    math: document.querySelectorAll(".math").length,
-    untypeset: [...document.querySelectorAll(".math")]
-      .filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 80)),
-    errors: [...document.querySelectorAll("mjx-merror")]
-      .map((el) => el.getAttribute("data-mjx-error") || el.textContent),
-    undefined: [...document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]')]
-      .map((el) => el.textContent),
+    /* MATH */
     images: images.map((img) => ({ src: img.getAttribute("src"), url: img.currentSrc || img.src,
                                    loaded: img.complete && img.naturalWidth > 0 })),
     columnWidth,
@@ -340,7 +346,7 @@ async () => {
     }),
   };
 }
-""".replace("/* COLUMN */", COLUMN_JS)
+""".replace("/* COLUMN */", COLUMN_JS).replace("/* MATH */", MATH_JS)
 
 # At one window (or in print): what is cut off. ``all``: code, outputs and math too (else tables).
 OVERFLOW_JS = r"""
