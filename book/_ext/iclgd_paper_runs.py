@@ -21,9 +21,31 @@ puts the second beside the first, with nothing to write in the chapters:
    where the record is stale. An unknown chapter or key is a build warning (an error under
    ``-W``).
 
-``scripts/make_reader_notebooks.py`` writes the role's value into the reader notebooks (Colab).
+4. **The directive** ``paper-figure``, the chapter's headline figure near its top (the markdown
+   cell right after "In short"):
+
+   ````md
+   ```{paper-figure} fig-p1-fig2
+   What the paper reports and what the book finds, in a sentence or two.
+   ```
+   ````
+
+   Its argument is the label of one of the chapter's figures (its ``figure-caption``). It shows
+   that figure's paper-scale run from the record (the cell's recorded PNG), unnumbered: the number
+   belongs to the figure itself, further down, where the experiment runs and the paper-scale and
+   ci-scale runs sit side by side. Its caption starts "Preview of Fig. N at paper scale" (a link
+   to Fig. N), then the text of the directive, the record's device and date (and "Stale record"
+   where the chapter's code changed since the run), and a link to the section where the figure's
+   experiment runs. A label that is no figure of the chapter, or a chapter whose record has no
+   figure for that cell (no record, or a run that drew none), is a build warning (an error under
+   ``-W``).
+
+``scripts/make_reader_notebooks.py`` writes the role's value into the reader notebooks (Colab),
+and the directive as a paragraph with the paper-scale PNG attached to the cell.
 ``tests/test_book_html.py`` checks in a browser that every recorded chapter shows its paper-scale
-line and opens its tab sets on the paper-scale tab.
+line and opens its tab sets on the paper-scale tab; ``tests/test_reader_path.py`` that the first
+figure of each chapter with a paper-scale figure is within three screens of its top, and builds
+small pages with the directive.
 """
 
 from __future__ import annotations
@@ -39,6 +61,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
@@ -295,6 +318,160 @@ def paper_glue_role(
     return out, []
 
 
+# ------------------------------------------------------------------------------------------------
+# The headline figure
+
+
+class paper_figure(nodes.General, nodes.Element):  # noqa: N801  (docutils node naming)
+    """Placeholder for a ``paper-figure`` directive, replaced by :class:`PaperFigures`."""
+
+
+class PaperFigure(SphinxDirective):
+    """``paper-figure``: the paper-scale run of the chapter's figure ``label``, near the top."""
+
+    required_arguments = 1  # the label of the figure (its figure-caption)
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        node = paper_figure(label=self.arguments[0])
+        self.set_source_info(node)
+        body = nodes.paragraph()
+        self.state.nested_parse(self.content, self.content_offset, body)
+        for child in body.children:  # paragraphs inside: keep their inline children
+            node += child.children if isinstance(child, nodes.paragraph) else [child]
+        return [node]
+
+
+def _code_numbers(path: Path) -> dict[int, int]:
+    """Notebook cell index -> code-cell number (from 1, as the records number cells)."""
+    nb = json.loads(path.read_text(encoding="utf8"))
+    numbers: dict[int, int] = {}
+    for index, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") == "code":
+            numbers[index] = len(numbers) + 1
+    return numbers
+
+
+def _section_link(figure: nodes.Element) -> nodes.Node | None:
+    """A link to the section that holds ``figure``, its title as the text (math included)."""
+    section = figure.parent
+    while section is not None and not isinstance(section, nodes.section):
+        section = section.parent
+    if section is None or not section["ids"] or not isinstance(section[0], nodes.title):
+        return None
+    if isinstance(section.parent, nodes.document):
+        return None  # the chapter's own title: the figure's link says enough
+    ref = nodes.reference("", "", internal=True, refid=section["ids"][0])
+    ref += [child.deepcopy() for child in section[0].children]
+    return ref
+
+
+class PaperFigures(SphinxTransform):
+    """Item 4 of the module docstring: each ``paper-figure`` becomes the recorded figure."""
+
+    default_priority = 797  # after iclgd_figures' figures (795), before the tabs (800)
+
+    def apply(self, **kwargs: Any) -> None:
+        placeholders = list(self.document.findall(paper_figure))
+        if not placeholders:
+            return
+        docname = self.env.docname
+        key = f"{docname}.ipynb"
+        self.env.note_dependency(str(record_paper_run.RUNS_JSON))
+        path = Path(self.env.doc2path(docname))
+        run = (_runs(self.env).get("runs") or {}).get(key)
+        numbers = _code_numbers(path) if path.suffix == ".ipynb" else {}
+        for node in placeholders:
+            label = node["label"]
+            target = self.document.ids.get(nodes.make_id(label))
+            cell = None
+            if isinstance(target, nodes.figure):
+                cell = next(
+                    (c for c in target.children if c.get("nb_element") == "cell_code"), None
+                )
+            if cell is None:
+                logger.warning(
+                    "[iclgd] paper-figure %r: no figure of this chapter has that label "
+                    "(a figure-caption below a figure's code cell)",
+                    label,
+                    location=node,
+                )
+                node.parent.remove(node)
+                continue
+            number = numbers.get(cell.get("cell_index"))
+            recorded = {c["cell"]: c for c in (run or {}).get("cells") or []}
+            figures = (recorded.get(number) or {}).get("figures") or []
+            if not figures:
+                why = "no paper-scale record" if run is None else "no figure in its record"
+                logger.warning(
+                    "[iclgd] paper-figure %r: code cell %s of %s has %s "
+                    "(record the chapter's paper-scale run: scripts/record_paper_run.py)",
+                    label,
+                    number,
+                    key,
+                    why,
+                    location=node,
+                )
+                node.parent.remove(node)
+                continue
+            node.replace_self(self._figure(docname, key, run, label, target, figures, node))
+
+    def _figure(
+        self,
+        docname: str,
+        key: str,
+        run: dict[str, Any],
+        label: str,
+        target: nodes.Element,
+        figures: list[str],
+        node: nodes.Element,
+    ) -> nodes.Element:
+        # a container, not a nodes.figure: a captioned figure would be numbered (numfig), and
+        # the number is the figure's own, further down
+        box = nodes.container(classes=["iclgd-paper-figure"])
+        box["ids"].append(nodes.make_id(f"paper-{label}"))
+        for fig in figures:
+            alt = f"the paper-scale run of the figure {label}"
+            box += nodes.image(uri="/book/" + fig, alt=alt)  # "/": from the source directory
+        caption = nodes.paragraph(classes=["caption", "iclgd-paper-caption"])
+        head = nodes.strong()
+        head += nodes.Text("Preview of ")
+        ref = addnodes.pending_xref(
+            "",
+            refdomain="std",
+            reftype="numref",
+            reftarget=label,
+            refexplicit=True,
+            refdoc=docname,
+            refwarn=True,
+        )
+        ref += nodes.inline("Fig. %s", "Fig. %s")
+        head += ref
+        head += nodes.Text(" at paper scale.")
+        caption += [head, nodes.Text(" ")]
+        caption += [child.deepcopy() for child in node.children]
+        where = f"Recorded at ICLGD_SCALE=paper on {describe(run)}."
+        caption += [nodes.Text(" "), nodes.emphasis(where, where)]
+        if _freshness(self.env, key) == "stale":
+            caption += nodes.Text(" ")
+            caption += nodes.strong("Stale record:", "Stale record:")
+            caption += nodes.Text(" the chapter's code has changed since this run.")
+        caption += nodes.Text(" The experiment runs ")
+        section = _section_link(target)
+        if section is not None:
+            caption += nodes.Text("in \N{SECTION SIGN} ")
+            caption += section
+            caption += nodes.Text(", ")
+        caption += nodes.Text(
+            "where the figure shows this run and this page's ci-scale run in tabs."
+        )
+        box += caption
+        return box
+
+
 def setup(app: Sphinx) -> None:
+    app.add_node(paper_figure)
+    app.add_directive("paper-figure", PaperFigure)
+    app.add_transform(PaperFigures)
     app.add_transform(PaperRunTabs)
     app.add_role("paper-glue", paper_glue_role)
