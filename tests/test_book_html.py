@@ -780,6 +780,204 @@ def test_no_resource_is_loaded_from_the_network():
 
 
 # ------------------------------------------------------------------------------------------------
+# Hover previews of cross-references (book/_static/iclgd-hover.js)
+
+HOVER_PAGE = "book/part1/yq_lsa.html"  # theorem boxes, links to another page's, citations
+HOVER_NARROW = 720  # px: no previews at this window width and narrower
+
+# In the page: the first link in the text with this href, scrolled to the middle of the window;
+# returns its centre and what must not move when the box opens.
+HOVER_LINK_JS = r"""
+(href) => {
+  const link = [...document.querySelectorAll(".bd-article a[href]")]
+    .find((a) => a.getAttribute("href") === href);
+  if (!link) return null;
+  link.scrollIntoView({ block: "center" });
+  const r = link.getClientRects()[0];  // its first line (a link may wrap)
+  const article = document.querySelector(".bd-article").getBoundingClientRect();
+  return { x: r.left + r.width / 2, y: r.top + r.height / 2,
+           layout: [r.left, r.top, article.width, article.height,
+                    document.documentElement.scrollHeight, scrollX, scrollY] };
+}
+"""
+
+# In the page: the preview box once shown with its math typeset (null after ``wait`` ms without);
+# text without math, so that it compares with the source HTML.
+HOVER_BOX_JS = r"""
+async (href, wait) => {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const plain = (el) => {
+    const c = el.cloneNode(true);
+    c.querySelectorAll(".math, mjx-container").forEach((m) => m.remove());
+    return c.textContent.replace(/\s+/g, " ").trim();
+  };
+  const link = [...document.querySelectorAll(".bd-article a[href]")]
+    .find((a) => a.getAttribute("href") === href);
+  for (let t = 0; t < wait; t += 50) {
+    const box = document.querySelector(".iclgd-hover");
+    if (box && !box.hidden && box.dataset.ready) {
+      const r = box.getBoundingClientRect();
+      const article = document.querySelector(".bd-article").getBoundingClientRect();
+      const l = link.getClientRects()[0];
+      const title = box.querySelector(".admonition-title");
+      return {
+        text: plain(box), title: title ? plain(title) : null,
+        math: box.querySelectorAll(".math").length,
+        untypeset: box.querySelectorAll(".math:not(:has(mjx-container))").length,
+        ids: box.querySelectorAll("[id]").length,
+        inside: r.left >= 0 && r.right <= document.documentElement.clientWidth && r.height > 0,
+        describedBy: (link.getAttribute("aria-describedby") || "").includes(box.id),
+        layout: [l.left, l.top, article.width, article.height,
+                 document.documentElement.scrollHeight, scrollX, scrollY],
+      };
+    }
+    await sleep(50);
+  }
+  return null;
+}
+"""
+
+
+def _html_text(html: str) -> str:
+    """The text of an HTML fragment without its math (as HOVER_BOX_JS's ``plain``)."""
+    import html as html_module
+
+    html = re.sub(r'<span class="math[^"]*">.*?</span>', "", html, flags=re.S)
+    return re.sub(r"\s+", " ", html_module.unescape(re.sub(r"<[^>]+>", "", html))).strip()
+
+
+def _hover_links() -> dict[str, tuple[str, str]]:
+    """On HOVER_PAGE: a link to a theorem box of the page, one to another page's, and a citation,
+    each with the text its preview must show (the box's title; the bibliography's entry)."""
+    page = HTML_DIR / HOVER_PAGE
+    source = page.read_text(encoding="utf8")
+    proof = re.compile(
+        r'<div class="proof [^"]*" id="([^"]+)">\s*<p class="admonition-title"[^>]*>(.*?)</p>', re.S
+    )
+    found: dict[str, tuple[str, str]] = {}
+    titles = dict(proof.findall(source))
+    for href in re.findall(r'<a class="reference internal" href="(#[^"]+)"', source):
+        if href[1:] in titles:
+            found["theorem on the page"] = (href, _html_text(titles[href[1:]]))
+            break
+    for href in re.findall(r'<a class="reference internal" href="([^"#]+\.html)#([^"]+)"', source):
+        target = (page.parent / href[0]).resolve()
+        if target != page.resolve() and target.is_file():
+            other = dict(proof.findall(target.read_text(encoding="utf8")))
+            if href[1] in other:
+                found["theorem on another page"] = ("#".join(href), _html_text(other[href[1]]))
+                break
+    cite = re.search(
+        r'<span class="bibtex-citation"[^>]*>[^<]*(?:<(?!a )[^>]*>[^<]*)*'
+        r'<a class="reference internal" href="([^"#]+)#([^"]+)"',
+        source,
+    )
+    if cite:
+        bib = (page.parent / cite[1]).read_text(encoding="utf8")
+        entry = re.search(
+            rf'<div class="citation" id="{re.escape(cite[2])}"[^>]*>.*?<p>(.*?)</p>', bib, re.S
+        )
+        if entry:
+            found["citation"] = (f"{cite[1]}#{cite[2]}", _html_text(entry[1]))
+    return found
+
+
+def test_hover_previews():
+    """Pointing at a reference shows its target in a box: a theorem box of the same page and of
+    another page (its title, its math typeset), a citation (the bibliography's entry); the box
+    opens over the page (nothing moves), inside the window, is described to assistive technology,
+    opens on keyboard focus too and closes on Escape; there is none at 720 px; and nothing is
+    loaded from the network."""
+    _require_build()
+    links = _hover_links()
+    assert set(links) == {"theorem on the page", "theorem on another page", "citation"}, links
+    browser = Browser(_require_chromium())
+    target = browser.send("Target.createTarget", {"url": "about:blank", "newWindow": True})
+    session = browser.send(
+        "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+    )["sessionId"]
+
+    def evaluate(js: str, *args: object) -> Any:
+        expression = f"({js})({', '.join(json.dumps(a) for a in args)})"
+        reply = browser.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            session,
+            timeout=PAGE_TIMEOUT,
+        )
+        assert "exceptionDetails" not in reply, reply["exceptionDetails"]
+        return reply["result"].get("value")
+
+    def key(name: str) -> None:
+        for kind in ("keyDown", "keyUp"):
+            event = {"type": kind, "key": name, "code": name, "windowsVirtualKeyCode": 27}
+            browser.send("Input.dispatchKeyEvent", event, session)
+
+    def hover(href: str, wait: int = 10000) -> dict | None:
+        browser.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 1, "y": 1}, session)
+        key("Escape")
+        link = evaluate(HOVER_LINK_JS, href)
+        assert link, f"no link {href!r} on {HOVER_PAGE}"
+        point = {"type": "mouseMoved", "x": link["x"], "y": link["y"]}
+        browser.send("Input.dispatchMouseEvent", point, session)
+        box = evaluate(HOVER_BOX_JS, href, wait)
+        if box is not None:
+            assert box["layout"] == link["layout"], f"{href}: the page moved when the box opened"
+        return box
+
+    try:
+        metrics = {"width": WIDE, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
+        browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
+        for domain in ("Page", "Network", "Runtime"):
+            browser.send(f"{domain}.enable", {}, session)
+        events = browser.events(session)
+        browser.send("Page.navigate", {"url": (HTML_DIR / HOVER_PAGE).as_uri()}, session)
+        deadline = time.monotonic() + PAGE_TIMEOUT
+        while events.get(timeout=max(deadline - time.monotonic(), 0.1))["method"] != (
+            "Page.loadEventFired"
+        ):
+            pass
+        evaluate("() => window.MathJax.startup.promise.then(() => true)")
+        for kind, (href, expected) in links.items():
+            box = hover(href)
+            assert box, f"{kind} ({href}): no preview"
+            assert box["inside"] and box["describedBy"] and not box["ids"], (kind, box)
+            if kind == "citation":
+                assert box["text"] == expected, (kind, box["text"], expected)
+            else:
+                assert box["title"] == expected, (kind, box["title"], expected)
+                assert box["math"] and not box["untypeset"], f"{kind}: math not typeset: {box}"
+        # the keyboard: focus opens the box, Escape closes it
+        href = links["theorem on the page"][0]
+        evaluate(HOVER_LINK_JS, href)
+        browser.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": 1, "y": 1}, session)
+        key("Escape")  # (the last input is a key: focus() then shows the focus ring)
+        focus = "(href) => [...document.querySelectorAll('.bd-article a[href]')]"
+        focus += ".find((a) => a.getAttribute('href') === href).focus()"
+        evaluate(focus, href)
+        box = evaluate(HOVER_BOX_JS, href, 5000)
+        assert box and box["title"] == links["theorem on the page"][1], box
+        key("Escape")
+        assert evaluate(HOVER_BOX_JS, href, 300) is None, "Escape did not close the box"
+        # a narrow window: no previews
+        metrics["width"] = HOVER_NARROW
+        browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
+        assert hover(links["theorem on the page"][0], 1000) is None, "a preview at 720 px"
+        requests = []
+        while not events.empty():
+            event = events.get_nowait()
+            if event["method"] == "Network.requestWillBeSent":
+                requests.append(event["params"]["request"]["url"])
+        remote = [u for u in requests if urlsplit(u).scheme not in ("file", "data", "about")]
+        assert not remote, f"loaded from the network: {remote}"
+        assert any(
+            links["theorem on another page"][0].split("#")[0].lstrip("./") in u for u in requests
+        ), "the other page was not read for its preview"
+    finally:
+        browser.close()
+
+
+# ------------------------------------------------------------------------------------------------
 # The check itself, on a small fixture page (no book build needed)
 
 DEFECTS = {
