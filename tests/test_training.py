@@ -367,3 +367,72 @@ def test_transformer_trains_on_the_sampled_loss(deep_spec):
     )
     assert not res.diverged and res.history.metrics["in"].shape == (3,)
     assert res.losses[-10:].mean() < res.losses[:10].mean()
+
+
+def test_gtol_stops_each_converged_run_and_keeps_the_shapes():
+    """``gtol``: a run whose gradient falls to ``gtol`` stops there (its later steps, and chunks
+    once every seed has converged, are no-ops that repeat its loss, aux and parameters); the
+    steps before are those of the run without ``gtol``; a diverged seed does not block the rest."""
+    scale = jnp.array([1.0, 3.0, jnp.nan])  # the last seed's loss is NaN: it diverges at once
+
+    def loss(p, key, s):
+        del key
+        r = s * p["x"] - jnp.arange(1.0, 4.0)
+        return jnp.sum(r**2) + 0.1 * jnp.sum(r**4), {"x0": p["x"][0]}
+
+    init = lambda k: {"x": jax.random.normal(k, (3,))}
+    keys = jax.random.split(jax.random.key(2), 3)
+    opts = dict(optimizer="lbfgs", learning_rate=1.0, steps=40, chunk=4, record_every=2)
+    opts |= dict(fixed_key=True, has_aux=True, seed_args=(scale,), progress=False)
+    for vec in (True, False):
+        full = iclgd.train_seeds(loss, init, keys, vectorize=vec, **opts)
+        res = iclgd.train_seeds(loss, init, keys, vectorize=vec, gtol=1e-4, **opts)
+        assert full.converged_at is None and res.losses.shape == (3, 40)
+        assert res.history.params["x"].shape == (3, 21, 3) and res.aux["x0"].shape == (3, 40)
+        np.testing.assert_array_equal(res.diverged, [False, False, True])
+        assert res.converged_at[2] == -1 and "2 converged" in res.message
+        for s in range(2):
+            c = int(res.converged_at[s])
+            assert 0 < c < 20  # converged well before the end: the fill path ran
+            np.testing.assert_allclose(res.losses[s, :c], full.losses[s, :c], rtol=1e-5)
+            assert np.all(res.losses[s, c:] == res.losses[s, c])
+            assert np.all(res.aux["x0"][s, c:] == res.aux["x0"][s, c])
+            g = jax.grad(lambda p: loss(p, None, scale[s])[0])(
+                jax.tree.map(lambda x: x[s], res.params)
+            )
+            assert float(jnp.abs(g["x"]).max()) <= 1e-4  # the returned parameters are converged
+            after = res.history.steps > c
+            np.testing.assert_array_equal(
+                res.history.params["x"][s, after], res.params["x"][s][None].repeat(after.sum(), 0)
+            )
+            assert full.losses[s, -1] <= res.losses[s, -1] + 1e-4  # only a small gain left
+        assert np.isnan(res.losses[2]).all()
+    one = iclgd.train(
+        loss,
+        init(jax.random.fold_in(keys[1], 0)),
+        keys[1],
+        args=(scale[1],),
+        gtol=1e-4,
+        **{k: v for k, v in opts.items() if k not in ("seed_args", "progress")},
+    )
+    assert one.converged_at == res.converged_at[1] and "converged at step" in one.message
+    np.testing.assert_allclose(one.losses, res.losses[1], rtol=1e-6)
+    with pytest.raises(ValueError, match="gtol must be a finite number > 0"):
+        iclgd.train(loss, init(keys[0]), keys[0], args=(1.0,), steps=3, has_aux=True, gtol=0.0)
+
+
+def test_lbfgs_compiles_its_chunk_once():
+    """optax's L-BFGS ``init`` state is weakly typed, its ``update``'s is not: the trainer makes
+    the first chunk's state strong, so a run of several chunks compiles once."""
+    loss = lambda p, key: jnp.sum((p["x"] - 1.0) ** 2 + 0.1 * p["x"] ** 4)
+    before = training.trace_count()
+    res = iclgd.train(
+        loss,
+        {"x": jnp.zeros(3)},
+        jax.random.key(0),
+        steps=12,
+        chunk=4,
+        optimizer="lbfgs",
+        fixed_key=True,
+    )
+    assert training.trace_count() - before == 1 and not res.diverged

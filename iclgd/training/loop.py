@@ -43,6 +43,17 @@ import optax
 
 from .. import checks as v
 from ..models import Model
+from .checks import (  # _LOSS_FN, _check_args: also imported from here by losses.py
+    _LOSS_FN,  # noqa: F401
+    _check_args,  # noqa: F401
+    _check_common,
+    _check_deterministic,
+    _check_gtol,
+    _check_params,
+    _check_seed_args,
+    _chunking,
+    _loss_output,
+)
 from .optim import _build, _resolve
 
 __all__ = [
@@ -83,6 +94,8 @@ class TrainResult(NamedTuple):
         history: a :class:`History`, or ``None`` without ``record_every``.
         aux: with ``has_aux=True``, the auxiliary output of the loss at each step (leading
             ``(steps_done,)`` axis), else ``None``.
+        converged_at: with ``gtol``, the step at which the gradient's largest entry was at most
+            ``gtol`` (``-1`` if it never was; for :func:`train_seeds`, ``(S,)``), else ``None``.
     """
 
     params: Any
@@ -92,6 +105,7 @@ class TrainResult(NamedTuple):
     message: str
     history: History | None = None
     aux: Any = None
+    converged_at: Any = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,16 +130,31 @@ def _all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
-def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
-    """The jitted chunk ``run(params, state, key, bad, start, end, lr, args)``, cached."""
-    cache_key = (loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics)
+def _max_abs(tree) -> jax.Array:
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree_util.tree_leaves(tree)]))
+
+
+def _strong(tree):
+    """``tree`` with weak types made strong: optax's L-BFGS ``init`` returns weakly typed scalars
+    that its ``update`` returns strongly typed, which would compile the chunk a second time."""
+    return _tm(lambda x: jax.lax.convert_element_type(x, jnp.result_type(x)), tree)
+
+
+def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol=None):
+    """The jitted chunk ``run(params, state, key, bad, conv, start, end, lr, args)``, cached.
+
+    ``conv`` is ``(step, loss, aux)``: the step at which the gradient's largest entry was at most
+    ``gtol`` (``-1``: not yet), and the loss and aux of that step; a converged run's later steps
+    are no-ops (``lax.cond``: skipped, not computed, outside ``vmap``) that repeat them.
+    """
+    cache_key = (loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol)
     if cache_key in _RUNNERS:
         _RUNNERS.move_to_end(cache_key)
         return _RUNNERS[cache_key]
     name_or_opt, lr_groups = opt_key
     lbfgs = name_or_opt == "lbfgs"
 
-    def run(params, state, key, bad, start, end, lr, args):
+    def run(params, state, key, bad, conv, start, end, lr, args):
         _TRACES[0] += 1
         if isinstance(name_or_opt, str):
             opt = _build(name_or_opt, dict(zip(lr_groups, lr)) if lr_groups else lr)
@@ -136,7 +165,16 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             return _loss_output(loss_fn(p, k, *args), has_aux)
 
         def step(carry, i):
-            params, state, bad = carry
+            if gtol is None:
+                return active(carry, i)
+            return jax.lax.cond(carry[3][0] >= 0, frozen, active, carry, i)
+
+        def frozen(carry, i):
+            bad, (_, loss, aux) = carry[2], carry[3]
+            return carry, (jnp.where(bad, jnp.nan, loss), aux)
+
+        def active(carry, i):
+            params, state, bad, conv = carry
             k = key if fixed_key else jax.random.fold_in(key, i)
             (loss, aux), grads = jax.value_and_grad(value, has_aux=True)(params, k)
             # L-BFGS's zoom line search takes the value, the gradient and the loss function
@@ -148,11 +186,16 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             finite = jnp.isfinite(loss) & _all_finite(grads) & _all_finite(new_params)
             live = i < end  # steps past `end` (the tail of the last chunk) are no-ops
             ok = finite & ~bad & live
+            if gtol is not None:  # converged: this step's update is not applied, nor later ones
+                small = (_max_abs(grads) <= gtol) & ok
+                ok = ok & ~small
+                now = (i.astype(conv[0].dtype), loss, aux)
+                conv = jax.tree_util.tree_map(lambda a, b: jnp.where(small, a, b), now, conv)
             keep = lambda new, old: jax.tree_util.tree_map(
                 lambda a, b: jnp.where(ok, a, b), new, old
             )
             bad = bad | (~finite & live)
-            return (keep(new_params, params), keep(new_state, state), bad), (
+            return (keep(new_params, params), keep(new_state, state), bad, conv), (
                 jnp.where(bad, jnp.nan, loss),
                 aux,
             )
@@ -162,11 +205,11 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
             rec = (carry[0], metrics(carry[0]) if metrics is not None else None)
             return carry, (out, rec)
 
-        (params, state, bad), ((losses, aux), rec) = jax.lax.scan(
-            group, (params, state, bad), jnp.arange(chunk // every)
+        (params, state, bad, conv), ((losses, aux), rec) = jax.lax.scan(
+            group, (params, state, bad, conv), jnp.arange(chunk // every)
         )
         flat = lambda x: x.reshape((chunk,) + x.shape[2:])
-        return params, state, bad, flat(losses), jax.tree_util.tree_map(flat, aux), rec
+        return params, state, bad, conv, flat(losses), jax.tree_util.tree_map(flat, aux), rec
 
     fn = jax.jit(run)
     _RUNNERS[cache_key] = fn
@@ -175,113 +218,6 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics):
         for k in [k for k in _VMAPPED if k[0] is old]:
             del _VMAPPED[k]
     return fn
-
-
-def _check_args(args) -> tuple:
-    """``args`` must be a tuple (or list) of the loss's extra arguments, not one NamedTuple."""
-    if hasattr(args, "_fields") or not isinstance(args, (tuple, list)):
-        raise v.ArgumentTypeError(
-            f"args must be a tuple of extra arguments of loss_fn, e.g. args=(prior,), got a "
-            f"{type(args).__name__} (a missing comma in args=(x,)?)"
-        )
-    return tuple(args)
-
-
-def _check_common(loss_fn, args, metrics) -> tuple:
-    """Checks shared by :func:`train` and :func:`train_seeds`; returns ``args`` as a tuple."""
-    v.function("loss_fn", loss_fn, _LOSS_FN)
-    if metrics is not None:
-        v.function("metrics", metrics, "a function metrics(params) -> pytree")
-    return _check_args(args)
-
-
-_LOSS_FN = "a function loss_fn(params, key, *args) -> ()"
-
-
-def _check_deterministic(loss_fn, params, key, args, has_aux) -> None:
-    """L-BFGS on a stochastic loss gives meaningless line searches: refuse it."""
-    a, b = (loss_fn(params, jax.random.fold_in(key, i), *args) for i in (0, 1))
-    if has_aux:
-        a, b = a[0], b[0]
-    if not np.array_equal(np.asarray(a), np.asarray(b)):
-        raise ValueError(
-            "optimizer 'lbfgs' needs a deterministic loss, but loss_fn gives different values for "
-            "different keys: use an exact risk, or fixed_key=True (one fixed batch)"
-        )
-
-
-def _loss_output(out, has_aux: bool):
-    """``(loss, aux)`` from ``loss_fn``'s output, checked (at trace time: no cost per step)."""
-    if has_aux:
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            got = (
-                f"an array of shape {tuple(np.shape(out))}"
-                if hasattr(out, "shape")
-                else f"a {type(out).__name__}"
-            )
-            raise ValueError(
-                f"with has_aux=True, loss_fn must return a pair (loss, aux), got {got}"
-            )
-        loss, aux = out
-    else:
-        if isinstance(out, (tuple, list, dict)):
-            raise ValueError(
-                f"loss_fn must return a scalar loss, got a {type(out).__name__}; a loss that also "
-                "returns auxiliary output needs has_aux=True"
-            )
-        loss, aux = out, None
-    shape = tuple(np.shape(loss))
-    if shape != ():
-        raise ValueError(
-            f"loss_fn must return a scalar loss of shape (), got shape {shape} (reduce it, e.g. "
-            "with jnp.mean)"
-        )
-    dt = jnp.asarray(loss).dtype if not hasattr(loss, "dtype") else loss.dtype
-    if not jnp.issubdtype(dt, jnp.floating):
-        raise v.ArgumentTypeError(f"loss_fn must return a floating-point loss, got dtype {dt}")
-    return loss, aux
-
-
-def _check_params(name: str, params, learning_rate) -> None:
-    """Floating-point leaves (gradients of integers are not defined) and, for per-group rates, a
-    dict whose top-level keys are exactly the groups."""
-    v.finite_tree(name, params)
-    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
-    if not leaves:
-        raise ValueError(f"{name} must hold at least one array")
-    for path, leaf in leaves:
-        dt = jnp.asarray(leaf).dtype
-        if not jnp.issubdtype(dt, jnp.floating):
-            raise v.ArgumentTypeError(
-                f"{name}{jax.tree_util.keystr(path)} must be a floating-point array (gradients of "
-                f"integers are not defined), got dtype {dt}"
-            )
-    if isinstance(learning_rate, dict):
-        if not isinstance(params, dict):
-            raise v.ArgumentTypeError(
-                f"learning_rate as a dict {{group: rate}} needs {name} to be a dict whose "
-                f"top-level keys are the groups, got {type(params).__name__}"
-            )
-        want, have = {str(k) for k in learning_rate}, {str(k) for k in params}
-        if want != have:
-            raise ValueError(
-                f"learning_rate must give a rate for every top-level entry of {name} and no "
-                f"other: missing {sorted(have - want)}, unknown {sorted(want - have)}"
-            )
-
-
-def _chunking(steps: int, chunk, record_every) -> tuple[int, int]:
-    if record_every is None:
-        every = min(steps, 500) if chunk is None else v.positive_int("chunk", chunk)
-        return every, every
-    every = v.positive_int("record_every", record_every)
-    if chunk is None:
-        chunk = every * max(1, min(steps, 500) // every)
-    else:
-        chunk = v.positive_int("chunk", chunk)
-        if chunk % every:
-            raise ValueError(f"chunk must be a multiple of record_every = {every}, got {chunk}")
-    return chunk, every
 
 
 _tm = jax.tree_util.tree_map
@@ -324,22 +260,26 @@ def _history(records: list, metrics, axis: int) -> History | None:
     return History(np.concatenate([r[0] for r in records]), ps, ms)
 
 
-def _run(fn, params, state, key, bad, args, bar, lr, steps, chunk, every, recording, has_aux, stop):
+def _run(
+    fn, params, state, key, bad, conv, args, bar, lr, steps, chunk, every, recording, has_aux, stop
+):
     """The training loop: run the jitted chunk ``fn`` from step 0 to ``steps``.
 
     ``fn`` runs one seed, or all seeds vmapped (a leading seed axis on what it returns). ``stop``
     (one seed, :func:`train`): stop at the first non-finite step; otherwise the steps after a
-    seed's divergence are no-ops and record NaN losses.
+    seed's divergence are no-ops and record NaN losses. ``conv`` (``gtol``: see :func:`_runner`,
+    else ``None``): once every seed has converged (or diverged), the remaining chunks are not run;
+    their losses, aux and records repeat those of the converged step, as the no-op steps would.
 
     Returns:
         ``(params, bad, [losses (..., n)], [aux], [(steps, params, metrics) records],
-        stopped_at)``.
+        stopped_at, conv)``.
     """
     losses, auxes, records = [], [], []
     done, stopped_at = 0, None
     while done < steps:
-        params, state, bad, ls, aux, rec = fn(
-            params, state, key, bad, jnp.asarray(done), jnp.asarray(steps), lr, args
+        params, state, bad, conv, ls, aux, rec = fn(
+            params, state, key, bad, conv, jnp.asarray(done), jnp.asarray(steps), lr, args
         )
         ls = np.asarray(ls)
         axis = ls.ndim - 1  # the step axis: 0 for one seed, 1 for vmapped seeds
@@ -361,11 +301,35 @@ def _run(fn, params, state, key, bad, args, bar, lr, steps, chunk, every, record
         if stopped_at is not None:
             break
         done += n
-    return params, bad, losses, auxes, records, stopped_at
+        if conv is not None and done < steps and np.all((np.asarray(conv[0]) >= 0) | bad):
+            _fill(losses, auxes, records, conv, bad, done, steps, every, axis, has_aux, recording)
+            if bar is not None:
+                bar.update((steps - done) * (ls.shape[0] if ls.ndim > 1 else 1))
+            break
+    return params, bad, losses, auxes, records, stopped_at, conv
+
+
+def _fill(losses, auxes, records, conv, bad, done, steps, every, axis, has_aux, recording):
+    """Append the steps ``done, ..., steps - 1`` of converged (or diverged) runs, whose steps are
+    no-ops: the loss and aux of the converged step (NaN losses after a divergence), and the last
+    record's parameters and metrics at the remaining record steps."""
+    rest = steps - done
+    again = lambda x, k: np.repeat(np.expand_dims(np.asarray(x), axis), k, axis)
+    losses.append(again(np.where(np.asarray(bad), np.nan, np.asarray(conv[1])), rest))
+    if has_aux:
+        auxes.append(_tm(lambda x: again(x, rest), conv[2]))
+    if recording:
+        grid = every * np.arange(1, -(-steps // every) + 1)  # every record step of the run
+        at = grid[grid >= done + every]  # the records after the last chunk run
+        if at.size:
+            last = lambda x: np.repeat(np.take(x, [-1], axis), at.size, axis)
+            records.append(
+                (np.minimum(at, steps), _tm(last, records[-1][1]), _tm(last, records[-1][2]))
+            )
 
 
 def _drive(groups: list, bar, *loop) -> list:
-    """:func:`_run` on each ``(fn, params, state, key, bad, args)`` of ``groups``, then closes
+    """:func:`_run` on each ``(fn, params, state, key, bad, conv, args)`` of ``groups``, then closes
     ``bar``."""
     try:
         return [_run(*g, bar, *loop) for g in groups]
@@ -388,6 +352,7 @@ def train(
     metrics: Callable | None = None,
     chunk: int | None = None,
     fixed_key: bool = False,
+    gtol: float | None = None,
     progress: bool | None = None,
     desc: str = "train",
 ) -> TrainResult:
@@ -412,6 +377,12 @@ def train(
         chunk: steps per jitted ``lax.scan`` chunk (default about 500; a multiple of
             ``record_every``).
         fixed_key: use the same ``key`` at every step (one fixed batch, as for L-BFGS).
+        gtol: stop the run once the largest entry of the gradient (``max |g|``, at the step's
+            parameters, before its update) is at most ``gtol``: that step's update and every later
+            step are no-ops, skipped, that repeat the loss (and aux) of that step, so ``losses``
+            and ``history`` keep their length; ``converged_at`` says at which step. For L-BFGS in
+            float64, whose steps after convergence only move the last bits. ``None`` (default):
+            run every step.
         progress: show a tqdm bar on stderr; default: when ``steps >= 2000``.
         desc: label of the progress bar.
 
@@ -426,6 +397,7 @@ def train(
     steps = v.positive_int("steps", steps)
     v.prng_key("key", key)
     args = _check_common(loss_fn, args, metrics)
+    gtol = _check_gtol(gtol)
     _check_params("params", params, learning_rate if isinstance(optimizer, str) else None)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
@@ -433,24 +405,28 @@ def train(
         _check_deterministic(loss_fn, params, key, args, has_aux)
     recording = record_every is not None
     met = metrics if recording else None
-    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
-    state = opt.init(params)
+    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met, gtol)
+    state = _strong(opt.init(params))
+    conv = _conv0(loss_fn, params, key, args, has_aux, gtol)
     records = [_record0(params, metrics, seeds=False)] if recording else []
     bar = _progress(progress, steps, desc)
-    group = (run, params, state, key, jnp.array(False), args)
+    group = (run, params, state, key, jnp.array(False), conv, args)
     loop = (lr, steps, chunk, every, recording, has_aux, True)
-    params, _, losses, auxes, recs, stopped_at = _drive([group], bar, *loop)[0]
+    params, _, losses, auxes, recs, stopped_at, conv = _drive([group], bar, *loop)[0]
+    conv_at = None if conv is None else int(conv[0])
     history = _history(records + recs, metrics, 0)
     aux_all = _cat(auxes, 0) if has_aux and auxes else None
     all_losses = np.concatenate(losses)
     msg = f"completed {steps} steps"
+    if conv_at is not None and conv_at >= 0:
+        msg += f" (converged at step {conv_at}: max |gradient| <= {gtol:g})"
     if stopped_at is not None:
         msg = (
             f"diverged: non-finite loss, gradient or parameter at step {stopped_at} of {steps}; "
             f"returning the parameters of step {stopped_at}"
         )
     return TrainResult(
-        params, all_losses, stopped_at is not None, stopped_at, msg, history, aux_all
+        params, all_losses, stopped_at is not None, stopped_at, msg, history, aux_all, conv_at
     )
 
 
@@ -469,6 +445,7 @@ def train_seeds(
     metrics: Callable | None = None,
     chunk: int | None = None,
     fixed_key: bool = False,
+    gtol: float | None = None,
     vectorize: bool | None = None,
     progress: bool | None = None,
 ) -> TrainResult:
@@ -486,14 +463,15 @@ def train_seeds(
         vectorize: ``True`` runs all seeds as one ``vmap``-ed computation, ``False`` one after
             another (one compilation either way). Default: ``False`` for L-BFGS on a CPU, where
             the ``vmap``-ed line search evaluates every seed until the slowest seed's search ends
-            (about twice the work), ``True`` otherwise.
+            (about twice the work), ``True`` otherwise. With ``gtol``, each seed stops on its own
+            (``False``), or the run stops once every seed has converged (``True``).
         progress: a tqdm bar on stderr; default: when ``seeds * steps >= 2000``.
 
     Returns:
         A :class:`TrainResult` whose arrays have a leading ``(S,)`` seed axis: ``params``,
         ``losses (S, steps)`` (NaN after a seed diverged), ``diverged (S,)`` booleans,
-        ``stopped_at (S,)`` (``-1`` for a completed seed), ``history`` with ``(S, R, ...)`` leaves.
-        A diverged seed does not stop the others.
+        ``stopped_at (S,)`` (``-1`` for a completed seed), ``history`` with ``(S, R, ...)`` leaves,
+        ``converged_at (S,)`` with ``gtol``. A diverged seed does not stop the others.
     """
     steps = v.positive_int("steps", steps)
     S = v.prng_keys("keys", keys)
@@ -501,6 +479,7 @@ def train_seeds(
     v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
     args = _check_common(loss_fn, args, metrics)
     seed_args = _check_seed_args(seed_args, S)
+    gtol = _check_gtol(gtol)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
     if vectorize is None:
@@ -517,32 +496,43 @@ def train_seeds(
         _check_deterministic(loss_fn, first, data_keys[0], args + seed0, has_aux)
     recording = record_every is not None
     met = metrics if recording else None
-    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met)
-    state = jax.vmap(opt.init)(params)
+    run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met, gtol)
+    state = _strong(jax.vmap(opt.init)(params))
     bad = jnp.zeros(S, dtype=bool)
+    conv = _conv0(loss_fn, take(params, 0), data_keys[0], args + take(seed_args, 0), has_aux, gtol)
     bar = _progress(progress, S * steps, "train_seeds")
     records = [_record0(params, metrics, seeds=True)] if recording else []
     if vectorize:
         fn = _vmapped(run, len(args), len(seed_args))
-        groups = [(fn, params, state, data_keys, bad, args + seed_args)]
+        conv = _tm(lambda x: jnp.broadcast_to(x, (S,) + x.shape), conv)
+        groups = [(fn, params, state, data_keys, bad, conv, args + seed_args)]
     else:
         groups = [
-            (run, take(params, s), take(state, s), data_keys[s], bad[s], args + take(seed_args, s))
+            (run, take(params, s), take(state, s), data_keys[s], bad[s], conv)
+            + (args + take(seed_args, s),)
             for s in range(S)
         ]
     outs = _drive(groups, bar, lr, steps, chunk, every, recording, has_aux, False)
     if vectorize:
-        params, bad, losses, auxes, recs, _ = outs[0]
-    else:
+        params, bad, losses, auxes, recs, _, conv = outs[0]
+    else:  # each seed's chunks (a converged seed has fewer) joined, then the seeds stacked
         stack = lambda *xs: _tm(lambda *ys: np.stack(ys), *xs)
         params = _tm(lambda *ys: jnp.stack(ys), *[o[0] for o in outs])
         bad = np.array([bool(o[1]) for o in outs])
-        losses = [np.stack(ls) for ls in zip(*[o[2] for o in outs])]
-        auxes = [stack(*a) for a in zip(*[o[3] for o in outs])]
-        recs = [
-            (rs[0][0], stack(*[r[1] for r in rs]), stack(*[r[2] for r in rs]))
-            for rs in zip(*[o[4] for o in outs])
-        ]
+        losses = [np.stack([np.concatenate(o[2]) for o in outs])]
+        auxes = [stack(*[_cat(o[3], 0) for o in outs])] if has_aux else []
+        recs = (
+            [
+                (
+                    np.concatenate([r[0] for r in outs[0][4]]),
+                    stack(*[_cat([r[1] for r in o[4]], 0) for o in outs]),
+                    stack(*[_cat([r[2] for r in o[4]], 0) for o in outs]),
+                )
+            ]
+            if recording
+            else []
+        )
+        conv = None if gtol is None else stack(*[o[6] for o in outs])
     all_losses = np.concatenate(losses, axis=1)
     diverged = np.asarray(bad)
     stopped = np.where(diverged, np.argmax(~np.isfinite(all_losses), axis=1), -1)
@@ -550,30 +540,33 @@ def train_seeds(
     aux_all = _cat(auxes, 1) if has_aux and auxes else None
     n_bad = int(diverged.sum())
     msg = f"completed {steps} steps, {S} seeds" + (f"; {n_bad} diverged" if n_bad else "")
-    return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all)
+    conv_at = None if conv is None else np.asarray(conv[0])
+    if conv_at is not None:
+        msg += f"; {int((conv_at >= 0).sum())} converged (max |gradient| <= {gtol:g})"
+    return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all, conv_at)
 
 
-def _check_seed_args(seed_args, S: int) -> tuple:
-    seed_args = _check_args(seed_args)
-    for leaf in jax.tree_util.tree_leaves(seed_args):
-        if np.ndim(leaf) == 0 or np.shape(leaf)[0] != S:
-            raise ValueError(
-                f"seed_args must have a leading axis of length {S} (one slice per key) on every "
-                f"leaf, got a leaf of shape {np.shape(leaf)}"
-            )
-    return seed_args
+def _conv0(loss_fn, params, key, args, has_aux, gtol):
+    """The initial ``conv`` of :func:`_runner` (``None`` without ``gtol``): step ``-1`` and zeros
+    of the loss's and aux's shapes."""
+    if gtol is None:
+        return None
+    out = jax.eval_shape(lambda p: _loss_output(loss_fn(p, key, *args), has_aux), params)
+    zeros = _tm(lambda x: jnp.zeros(x.shape, x.dtype), out)
+    return _strong((jnp.full((), -1, jnp.arange(1).dtype), *zeros))
 
 
 _VMAPPED: dict = {}
 
 
 def _vmapped(run, n_args: int = 0, n_seed_args: int = 0):
-    """``run`` vmapped over seeds: params, state, key, bad and the last ``n_seed_args`` args."""
+    """``run`` vmapped over seeds: params, state, key, bad, conv and the last ``n_seed_args``
+    args."""
     cache_key = (run, n_args, n_seed_args)
     try:
         return _VMAPPED[cache_key]
     except KeyError:
         arg_axes = (None,) * n_args + (0,) * n_seed_args
-        fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, None, None, None, arg_axes)))
+        fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, 0, 0, None, None, None, arg_axes)))
         _VMAPPED[cache_key] = fn
         return fn
