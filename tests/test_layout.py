@@ -86,6 +86,7 @@ CROSS_CUTTING = {
     "paper_runs": "scripts/record_paper_run.py and the paper-scale records",
     "pdf": "scripts/build_pdf.py and the whole-book PDF",
     "reader_notebooks": "scripts/make_reader_notebooks.py",
+    "reader_path": "the paper-figure directive and the first figure's place on each chapter page",
 }
 
 
