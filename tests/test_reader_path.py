@@ -46,12 +46,6 @@ PENDING = {
     "book/part2/training.ipynb",
     "book/part2/inference.ipynb",
     "book/part2/deep.ipynb",
-    "book/part3/single_layer.ipynb",
-    "book/part3/multi_layer.ipynb",
-    "book/part3/figs_1_2.ipynb",
-    "book/part3/gdpp.ipynb",
-    "book/part3/baselines.ipynb",
-    "book/risk_ladder.ipynb",
 }
 
 _spec = importlib.util.spec_from_file_location("mrn", REPO / "scripts" / "make_reader_notebooks.py")
