@@ -42,9 +42,6 @@ WINDOW = (1400, 1000)  # px: width, height
 #: ladder were being edited when the Part I chapters got theirs). Each is expected to fail, and
 #: fails the test once it passes: then take it off this list.
 PENDING = {
-    "book/part2/setting.ipynb",
-    "book/part2/training.ipynb",
-    "book/part2/inference.ipynb",
     "book/part2/deep.ipynb",
 }
 
