@@ -32,7 +32,9 @@ whose turn comes after the deadline is not started (nor written): ``[skipped]``.
 for the lanes of ``scripts/paper_run.sh``, which run side by side in one copy of the book.
 
 The kernel is the notebook's kernelspec (default ``python3``), i.e. the Python environment running
-this script when ipykernel is installed in it; the versions recorded are this environment's.
+this script when ipykernel is installed in it; the versions recorded are this environment's. The
+kernel imports ``iclgd`` from this script's checkout (its root first on ``PYTHONPATH``), also when
+the environment's ``iclgd`` is an editable install of another checkout.
 """
 
 from __future__ import annotations
@@ -87,6 +89,15 @@ def _client(nb: Any, deadline: float | None, **kwargs: Any) -> Any:
     )
 
 
+def kernel_pythonpath(current: str | None = None) -> str:
+    """``PYTHONPATH`` for the kernels: this checkout first, so a copy of the book (a git worktree,
+    ``scripts/paper_run.sh``'s copy) runs its own ``iclgd``, not the one an editable install of
+    another checkout points to; ``current`` (default: the environment's) is kept after it."""
+    current = os.environ.get("PYTHONPATH", "") if current is None else current
+    rest = [p for p in current.split(os.pathsep) if p and Path(p).resolve() != REPO]
+    return os.pathsep.join([str(REPO), *rest])
+
+
 def execute_one(
     path: Path,
     *,
@@ -104,6 +115,7 @@ def execute_one(
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
+    os.environ["PYTHONPATH"] = kernel_pythonpath()  # the kernel inherits it: this checkout's iclgd
     kernel_name = kernel or nb.metadata.get("kernelspec", {}).get("name") or "python3"
     client = _client(
         nb,

@@ -5,6 +5,7 @@ run (scripts/paper_run.sh, scripts/paper_run_plan.py) and the wheels it carries
 import base64
 import hashlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -124,6 +125,32 @@ def test_execute_allow_errors_runs_on_and_lists_failed_cells(tmp_path):
     assert record_status.code_sha256(executed) == record_status.code_sha256(json.loads(before))
     assert rpr.assert_results(executed) == [
         {"cell": 2, "held": False, "asserts": ["assert 1 == 2, 'x'"], "error": "AssertionError: x"}
+    ]
+
+
+def test_the_kernel_imports_this_checkouts_iclgd(tmp_path, monkeypatch):
+    """A copy of the book run with another checkout's environment must run its own code."""
+    import execute_notebooks
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    decoy = tmp_path / "decoy"
+    (decoy / "iclgd").mkdir(parents=True)
+    (decoy / "iclgd" / "__init__.py").write_text("WHERE = 'decoy'\n", encoding="utf8")
+    monkeypatch.setenv("PYTHONPATH", str(decoy))
+    cell = "import pathlib, iclgd; print(pathlib.Path(iclgd.__file__).resolve().parents[1])"
+    nb = new_notebook(
+        cells=[new_code_cell(cell)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    execute_notebooks.execute_one(path, timeout=120, kernel=None, scale="ci")
+    out = nbformat.read(path, as_version=4)
+    assert out.cells[0].outputs[0]["text"].strip() == str(execute_notebooks.REPO)
+    assert execute_notebooks.kernel_pythonpath(f"{decoy}{os.pathsep}{REPO}").split(os.pathsep) == [
+        str(REPO),
+        str(decoy),
     ]
 
 
