@@ -497,6 +497,16 @@ def retitle_outline(data: bytes, titles: list[str]) -> bytes:
     return bytes(out)
 
 
+def collapsed(text: str) -> str:
+    """A heading's painted text as Chromium's bookmark title may hold it: letters and digits only
+    (spaces and punctuation go: a line broken at "a, b" can be painted "a,,b"), and a run painted
+    twice once ("SummarySummary" -> "Summary")."""
+    text = re.sub(r"[\W_]", "", text)
+    while (shorter := re.sub(r"(.{2,}?)\1", r"\1", text)) != text:
+        text = shorter
+    return text
+
+
 def fix_outline(data: bytes, marks: dict) -> bytes:
     """The printed PDF with each outline entry titled by its heading as text (``marks``: what
     OUTLINE_JS returned), after checking that the entries are those headings (the build fails
@@ -508,12 +518,6 @@ def fix_outline(data: bytes, marks: dict) -> bytes:
     headings = marks["entries"]
     if len(entries) != len(headings):
         sys.exit(f"the PDF has {len(entries)} outline entries for {len(headings)} headings")
-
-    def collapsed(text: str) -> str:  # without spaces, and "SummarySummary" as "Summary"
-        text = re.sub(r"\s", "", text)
-        while (shorter := re.sub(r"(.{2,}?)\1", r"\1", text)) != text:
-            text = shorter
-        return text
 
     titles, wrong = [], []
     for i, (entry, heading) in enumerate(zip(entries, headings, strict=True)):

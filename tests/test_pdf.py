@@ -235,3 +235,23 @@ def test_the_outline_has_one_entry_per_part_chapter_and_section():
     numbered = [t for t in chapters if re.match(r"\d+\. ", t)]
     assert [int(t.split(".")[0]) for t in numbered] == list(range(1, len(numbered) + 1)), chapters
     assert len(numbered) >= 15 and len(entries) >= 100, (len(numbered), len(entries))
+
+
+@pytest.mark.parametrize(
+    ("bookmark", "heading", "same"),
+    [
+        ("SummarySummary", "Summary", True),
+        ("ICLis in-context", "ICL is in-context", True),
+        (  # a heading broken across lines at a comma, one line painted twice (CI, 2026-11-27)
+            "Predictors the paper compares against (Sec. 3.2-3.3; Predictors the paper compares "
+            "against (Sec. 3.2-3.3; iclgd.baselines,,iclgd.exact)",
+            "Predictors the paper compares against (Sec. 3.2-3.3; iclgd.baselines, iclgd.exact)",
+            True,
+        ),
+        ("12.6. Summary", "12.7. Summary", False),
+        ("The setting", "The risk", False),
+    ],
+)
+def test_bookmark_titles_are_matched_to_their_headings(bookmark, heading, same):
+    collapsed = _build_pdf().collapsed
+    assert (collapsed(bookmark) == collapsed(heading)) is same
