@@ -264,15 +264,21 @@ MATH_JS = """
       .map((el) => el.textContent),
 """
 
-# What the browser measures on a page (after MathJax and every image are done).
-MEASURE_JS = r"""
-async () => {
+# The start of an async page script: sleep(), within() and a wait for MathJax to start up, in
+# MEASURE_JS and tests/test_reader_path.py.
+SETTLE_JS = """
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const within = (promise, ms) => Promise.race([promise, sleep(ms)]);
   const MathJax = window.MathJax;
   if (MathJax && MathJax.startup && MathJax.startup.promise) {
     await within(MathJax.startup.promise, 60000);
   }
+"""
+
+# What the browser measures on a page (after MathJax and every image are done).
+MEASURE_JS = r"""
+async () => {
+/* SETTLE */
   // searchtools.js declares `const Search` (a global binding, not a property of window)
   if (typeof Search !== "undefined" && new URLSearchParams(location.search).get("q")) {
     for (let i = 0; i < 400; i++) {
@@ -346,7 +352,8 @@ async () => {
     }),
   };
 }
-""".replace("/* COLUMN */", COLUMN_JS).replace("/* MATH */", MATH_JS)
+""".replace("/* COLUMN */", COLUMN_JS)
+MEASURE_JS = MEASURE_JS.replace("/* MATH */", MATH_JS).replace("/* SETTLE */", SETTLE_JS)
 
 # At one window (or in print): what is cut off. ``all``: code, outputs and math too (else tables).
 OVERFLOW_JS = r"""

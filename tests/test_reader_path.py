@@ -259,12 +259,7 @@ def test_reader_notebook_writes_the_directive_as_a_paragraph_with_the_png(tmp_pa
 
 MEASURE_JS = r"""
 async () => {
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  const within = (promise, ms) => Promise.race([promise, sleep(ms)]);
-  const MathJax = window.MathJax;
-  if (MathJax && MathJax.startup && MathJax.startup.promise) {
-    await within(MathJax.startup.promise, 60000);
-  }
+/* SETTLE */
   const images = [...document.images];
   images.forEach((img) => { img.loading = "eager"; });
   await within(Promise.all(images.map((img) => img.decode().catch(() => null))), 30000);
@@ -278,7 +273,7 @@ async () => {
     screen: innerHeight,
   };
 }
-"""
+""".replace("/* SETTLE */", tbh.SETTLE_JS)
 
 
 def measure(browser: tbh.Browser, url: str) -> dict:
