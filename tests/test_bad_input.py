@@ -457,6 +457,13 @@ SIZES = [
      "optimizer must be one of"),
     ("learning rate 0", lambda: train.make_optimizer("adam", 0.0), ValueError,
      "learning_rate must be > 0"),
+    ("torch_lbfgs learning rate 0", lambda: train.torch_lbfgs(0.0), ValueError,
+     "learning_rate must be > 0"),
+    ("torch_lbfgs history 0", lambda: train.torch_lbfgs(0.1, 0), ValueError,
+     "history_size must be an integer >= 1"),
+    ("torch_lbfgs without params", lambda: train.torch_lbfgs().update(
+        {"w": jnp.ones(2)}, train.torch_lbfgs().init({"w": jnp.ones(2)})), ValueError,
+     "torch_lbfgs needs params"),
     ("exact.prepare C 0", lambda: exact.prepare(PRIOR, 0), ValueError,
      "C must be an integer >= 1"),
     ("exact.bayes_risk n_mc 1", lambda: exact.bayes_risk(PRIOR, 3, n_mc=1), ValueError,

@@ -17,7 +17,7 @@ from .losses import (
     sampled_population_loss,
     training_set_loss,
 )
-from .optim import OPTIMIZERS, make_optimizer
+from .optim import OPTIMIZERS, TorchLBFGSState, make_optimizer, torch_lbfgs
 
 __all__ = [
     "History",
@@ -34,4 +34,6 @@ __all__ = [
     "training_set_loss",
     "OPTIMIZERS",
     "make_optimizer",
+    "torch_lbfgs",
+    "TorchLBFGSState",
 ]
