@@ -182,6 +182,29 @@ def test_linear_transformer_model_layers_and_symmetrize_compose():
     )
 
 
+@pytest.mark.parametrize("form", ["full", "pgd", "gdpp"])
+def test_layer_masked_loss_is_the_loss_of_the_shorter_model(form):
+    from iclgd.models import linear_transformer as LT
+
+    m = iclgd.models.linear_transformer_model(D, 3, form=form, init_std=0.3)
+    p = m.init(jax.random.key(5))
+    masked = jax.jit(iclgd.training.layer_masked_loss(iclgd.training.batch_loss(m)))
+    for k in (1, 2, 3):
+        on = (np.arange(3) < k).astype(float)
+        short = iclgd.models.linear_transformer_model(D, 3, form=form, layers=k)
+        want = iclgd.training.batch_loss(short)(p, None, TASKS)
+        np.testing.assert_allclose(masked(p, None, on, TASKS), want, rtol=1e-6)
+    assert masked._cache_size() == 1  # one compilation for every depth
+    # a masked layer's parameters change nothing and get no gradient
+    acting = "P" if form == "full" else "A"
+    on = np.array([1.0, 0.0, 1.0])
+    p2 = {**p, acting: p[acting].at[1].set(7.0)}
+    assert masked(p2, None, on, TASKS) == masked(p, None, on, TASKS)
+    assert not np.allclose(LT.mask_layers(p, on)[acting][1], p[acting][1])
+    g = jax.grad(masked)(p, None, on, TASKS)
+    assert np.all(np.asarray(g[acting][1]) == 0) and np.abs(g[acting][2]).max() > 0
+
+
 def test_linear_transformer_model_bad_input():
     lt_model = iclgd.models.linear_transformer_model
     with pytest.raises(ValueError, match="symmetrize=True needs form 'pgd' or 'gdpp'"):

@@ -171,9 +171,7 @@ def linear_transformer_model(
         if symmetrize:
             params = _lt.symmetrize(params)
         if layers is not None:
-            M = params[acting]
-            mask = (jnp.arange(L) < layers).astype(jnp.result_type(M))
-            params = {**params, acting: M * mask[:, None, None]}
+            params = _lt.mask_layers(params, (jnp.arange(L) < layers).astype(int))
         return params
 
     if form == "full":

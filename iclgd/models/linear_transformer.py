@@ -68,6 +68,7 @@ __all__ = [
     "init_linear_transformer",
     "init_sparse",
     "symmetrize",
+    "mask_layers",
     "sparse_to_full",
     "linear_transformer_output",
     "linear_transformer_output_literal",
@@ -224,6 +225,47 @@ def symmetrize(params: dict) -> dict:
     if "B" in params:
         v.shape("params['B']", params["B"], tuple(A.shape), "like params['A']")
     return {**params, "A": (A + jnp.swapaxes(A, -1, -2)) / 2}
+
+
+def mask_layers(params: dict, on) -> dict:
+    """The parameters with layer ``l`` switched off where ``on[l] = 0``: ``A_l -> on[l] A_l``
+    (eq. 9 / 13: a layer with ``A_l = 0`` leaves ``Z`` unchanged, ``B_l`` too) or
+    ``P_l -> on[l] P_l`` (eq. 4: the identity layer), the masking of
+    ``iclgd.models.linear_transformer_model(..., layers=k)`` with the mask an array, so that a
+    jitted loss of ``mask_layers(params, on)`` serves every depth with one compilation
+    (:func:`iclgd.training.layer_masked_loss`).
+
+    Args:
+        params: ``{"A": (L, d, d)}``, ``{"A", "B"}`` (eq. 9 / 13) or ``{"P", "Q"}`` (eq. 4).
+        on: ``(L,)``, each entry 0 or 1 (checked when concrete): ``on = (1, 1, 0)`` is the
+            two-layer model in the shape of three layers.
+
+    Returns:
+        the same keys and shapes.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> p = {"A": jnp.ones((3, 2, 2))}
+        >>> mask_layers(p, jnp.array([1.0, 1.0, 0.0]))["A"][:, 0, 0].tolist()
+        [1.0, 1.0, 0.0]
+    """
+    if not isinstance(params, dict):
+        raise v.ArgumentTypeError(
+            "params must be a dict {'A': (L, d, d)} (eq. 9), {'A', 'B'} (eq. 13) or {'P', 'Q'} "
+            f"(eq. 4), got {type(params).__name__}"
+        )
+    acting = "P" if "P" in params else "A"
+    if acting == "P":
+        v.param_dict("params", params, _FULL_KEYS, "a dict {'P': (L, D, D), 'Q': (L, D, D)}")
+    else:
+        what = "a dict {'A': (L, d, d)} (eq. 9) or {'A': (L, d, d), 'B': (L, d, d)} (eq. 13)"
+        v.param_dict("params", params, ("A",), what, optional=("B",))
+    _check_L(f"params['{acting}']", params[acting])
+    M = v.array(f"params['{acting}']", params[acting], "L D D")
+    on = v.array("on", on, (M.shape[0],), what=f"one entry per layer of params['{acting}']")
+    if not v.is_tracer(on) and not np.all((np.asarray(on) == 0) | (np.asarray(on) == 1)):
+        raise ValueError(f"on must hold only 0 and 1 (a layer acts or not), got {np.asarray(on)}")
+    return {**params, acting: M * jnp.asarray(on, jnp.result_type(M))[:, None, None]}
 
 
 def sparse_to_full(params: dict) -> dict:

@@ -12,6 +12,7 @@ from .loop import History, LossFn, TrainResult, trace_count, train, train_seeds
 from .losses import (
     batch_loss,
     evaluate,
+    layer_masked_loss,
     per_prompt_loss,
     sampled_loss,
     sampled_population_loss,
@@ -30,6 +31,7 @@ __all__ = [
     "sampled_loss",
     "batch_loss",
     "per_prompt_loss",
+    "layer_masked_loss",
     "sampled_population_loss",
     "training_set_loss",
     "OPTIMIZERS",

@@ -3,6 +3,7 @@
 * :func:`sampled_loss` -- Parts I and III: the Monte Carlo ICL risk on fresh prompts of a prior;
 * :func:`batch_loss` -- Parts I and III: the mean squared error on one fixed batch (L-BFGS);
 * :func:`per_prompt_loss` -- Parts I and III: the squared error of every prompt of a batch;
+* :func:`layer_masked_loss` -- Part III: a loss of the first ``k`` layers, ``k`` an argument;
 * :func:`sampled_population_loss` -- Part II: eq. 9 on fresh prompts of a representation task;
 * :func:`training_set_loss` -- Part II: eq. 9 on minibatches of a fixed training set (Sec. 4);
 * :func:`evaluate` -- a sampled loss averaged over fresh batches, with its standard error.
@@ -22,6 +23,7 @@ import numpy as np
 from .. import checks as v
 from ..metrics import _predict_fn, mse
 from ..models import Model
+from ..models.linear_transformer import mask_layers
 from ..tasks.linear import Prior, TaskBatch, check_prior, sample_tasks
 from ..tasks.representation import (
     sample_representation_tasks,
@@ -33,6 +35,7 @@ __all__ = [
     "sampled_loss",
     "batch_loss",
     "per_prompt_loss",
+    "layer_masked_loss",
     "sampled_population_loss",
     "training_set_loss",
     "evaluate",
@@ -134,6 +137,30 @@ def per_prompt_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> Cal
         return (predict(params, b) - b.y_target) ** 2
 
     return errors
+
+
+def layer_masked_loss(loss: LossFn) -> LossFn:
+    """A loss of Part III's linear transformer with some of its layers switched off, the mask an
+    argument: ``masked(params, key, on, *args) = loss(mask_layers(params, on), key, *args)``.
+
+    :func:`~iclgd.training.train_seeds` with ``args=(on,)`` then trains the models of every depth
+    ``k`` (``on = (1, ..., 1, 0, ..., 0)``, ``k`` ones) in the shape of ``L`` layers with one
+    compilation; with a fixed ``on`` it is the loss of ``linear_transformer_model(..., layers=k)``
+    (:func:`~iclgd.models.linear_transformer.mask_layers`).
+
+    Args:
+        loss: ``loss(params, key, *args) -> ()`` of a linear-transformer model of
+            :func:`~iclgd.models.linear_transformer_model`, e.g. :func:`batch_loss`.
+
+    Returns:
+        ``masked(params, key, on, *args) -> ()``, ``on`` of shape ``(L,)``, entries 0 or 1.
+    """
+    loss = v.function("loss", loss, "a loss function loss(params, key, *args)")
+
+    def masked(params, key, on, *args):
+        return loss(mask_layers(params, on), key, *args)
+
+    return masked
 
 
 def evaluate(loss_fn: LossFn, params, key: jax.Array, n_batches: int = 10, args: tuple = ()):
