@@ -260,9 +260,10 @@ def _legend_right(ax, **kw):
     return ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), borderaxespad=0.0, **kw)
 
 
-def _legend_below(ax, ncol: int = 1, **kw):
+def _legend_below(ax, ncol: int = 1, y: float = -0.2, **kw):
+    """A legend under ``ax``, its top at ``y`` (axes fraction): lower it below an x label."""
     return ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=ncol, **kw
+        loc="upper center", bbox_to_anchor=(0.5, y), borderaxespad=0.0, ncol=ncol, **kw
     )
 
 

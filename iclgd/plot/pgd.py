@@ -180,7 +180,7 @@ def training_dists(
                 ax.set_yscale("log")
                 ax.set_xlabel("L-BFGS iteration")
                 ax.set_title(tag + loss_title)
-                _legend_below(ax, fontsize=7.5)  # outside: fresh-prompt markers sit at the right
+                _legend_below(ax, y=-0.3, fontsize=7.5)  # below the x label: markers at the right
                 continue
             for j, (lab, vals) in enumerate(panels[name].items()):
                 vals = _as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
