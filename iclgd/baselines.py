@@ -338,8 +338,10 @@ def _gdpp(X: jax.Array, y: jax.Array, x_q: jax.Array, A: jax.Array, Bs: jax.Arra
 def tune_gdpp_mc(L: int, lam, starts) -> tuple[np.ndarray, np.ndarray]:
     """GD++'s scalars on Theorem 5's set tuned by Monte Carlo: BFGS (scipy) on the mean of
     :func:`iclgd.metrics.gdpp_sample_loss` over the sampled eigenvalues ``lam``, from each start;
-    the best run wins (Ahn et al. Sec. 6; the book's chapter "GD baselines" shows how far the
-    exact risk, :func:`iclgd.exact.gdpp_risk`, of the result lies above its sampled loss).
+    the best run wins (Ahn et al. Sec. 6). Not to be trusted (the book's chapter "GD baselines"):
+    GD++'s squared errors are heavy-tailed, so the sampled loss has local minima whose exact risk,
+    :func:`iclgd.exact.gdpp_risk`, lies far above it, and which one BFGS reaches from a start
+    depends on the last bits of the arithmetic (the CPU).
 
     Args:
         L: layers (scalars ``a_0 .. a_{L-1}``, ``b_0 .. b_{L-2}``; the last ``b`` does not enter).
