@@ -8,7 +8,8 @@
 #     bash scripts/numeric_variant.sh --print      # show the configuration and exit
 #
 # The configuration, one level below this CPU's instruction set and one thread per kernel:
-# - AVX-512 CPU -> the AVX2 kernels (what an AMD EPYC or an older Intel runs); AVX2 CPU -> AVX
+# - AVX-512 Intel CPU -> the AVX2 kernels (what an AMD EPYC or an older Intel runs); AVX-512 AMD
+#   CPU -> AVX without FMA, with OpenBLAS's Intel AVX-512 kernels (below); AVX2 CPU -> AVX
 #   without FMA; other CPUs (ARM, ...) keep their instruction set;
 # - the libraries that pick kernels by CPU are all capped: XLA's code generator
 #   (--xla_cpu_max_isa), oneDNN (ONEDNN_MAX_CPU_ISA: JAX's and torch's matrix products), MKL,
@@ -27,6 +28,7 @@ set -euo pipefail
 # ICLGD_VARIANT_ISA=AVX2|AVX picks the cap by hand (e.g. to try on an AVX-512 machine what CI on an
 # AVX2 machine runs).
 flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+vendor=$(grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null | awk '{print $3}' || true)
 if [ "${ICLGD_VARIANT_ISA:-}" = AVX2 ]; then
     cap=AVX2 openblas=Haswell aten=avx2
 elif [ "${ICLGD_VARIANT_ISA:-}" = AVX ]; then
@@ -34,6 +36,12 @@ elif [ "${ICLGD_VARIANT_ISA:-}" = AVX ]; then
 elif [ -n "${ICLGD_VARIANT_ISA:-}" ]; then
     echo "ICLGD_VARIANT_ISA must be AVX2 or AVX, got $ICLGD_VARIANT_ISA" >&2
     exit 2
+elif [[ " $flags " == *" avx512f "* && $vendor == AuthenticAMD ]]; then
+    # an AVX-512 AMD EPYC (Zen 5, 2026-11-27): XLA's code for it gave the same bits as its AVX2
+    # code (tests/test_numeric_variant.py's probe) and OpenBLAS already runs its AVX2 kernels, so
+    # the AVX2 cap would change nothing; the other path: AVX without FMA for XLA, oneDNN and MKL,
+    # and OpenBLAS's AVX-512 kernels (SkylakeX, what an Intel Xeon runs)
+    cap=AVX openblas=SkylakeX aten=default
 elif [[ " $flags " == *" avx512f "* ]]; then
     cap=AVX2 openblas=Haswell aten=avx2
 elif [[ " $flags " == *" avx2 "* ]]; then
