@@ -38,9 +38,10 @@ elif [ -n "${ICLGD_VARIANT_ISA:-}" ]; then
     exit 2
 elif [[ " $flags " == *" avx512f "* && $vendor == AuthenticAMD ]]; then
     # an AVX-512 AMD EPYC (Zen 5, 2026-11-27): XLA's code for it gave the same bits as its AVX2
-    # code (tests/test_numeric_variant.py's probe) and OpenBLAS already runs its AVX2 kernels, so
-    # the AVX2 cap would change nothing; the other path: AVX without FMA for XLA, oneDNN and MKL,
-    # and OpenBLAS's AVX-512 kernels (SkylakeX, what an Intel Xeon runs)
+    # code (tests/test_numeric_variant.py's probe) and OpenBLAS ran its AVX2 kernels (that
+    # machine's environment sets OPENBLAS_CORETYPE=Haswell), so the AVX2 cap would change
+    # nothing; the other path: AVX without FMA for XLA, oneDNN and MKL, and OpenBLAS's AVX-512
+    # kernels (SkylakeX, what an Intel Xeon runs)
     cap=AVX openblas=SkylakeX aten=default
 elif [[ " $flags " == *" avx512f "* ]]; then
     cap=AVX2 openblas=Haswell aten=avx2
