@@ -12,8 +12,10 @@ Example::
 
     steps = iclgd.pick(ci=1000, paper=5000)
 
-It also holds the one other process-wide setting iclgd makes, :func:`full_float32_matmuls`, applied
-when iclgd is imported: float32 matrix products in full float32 on every device. JAX's default on
+It also reads ``ICLGD_RUN_CACHE`` (:func:`run_cache_dir`: where a paper-scale run saves the
+training runs a deadline could cut, :func:`iclgd.training.timed_train`; unset: nowhere), and holds
+the one other process-wide setting iclgd makes, :func:`full_float32_matmuls`, applied when iclgd is
+imported: float32 matrix products in full float32 on every device. JAX's default on
 recent NVIDIA GPUs (A100, L4, H100, ...) rounds their inputs to TensorFloat-32 (10-bit mantissa),
 which broke the book's float32 checks (relative errors of 3e-5 against an allowed 1e-5) on an H200.
 """
@@ -21,6 +23,7 @@ which broke the book's float32 checks (relative errors of 3e-5 against an allowe
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -28,6 +31,7 @@ T = TypeVar("T")
 SCALES = ("ci", "paper")
 ENV_VAR = "ICLGD_SCALE"
 PRECISION_ENV_VAR = "JAX_DEFAULT_MATMUL_PRECISION"
+RUN_CACHE_ENV_VAR = "ICLGD_RUN_CACHE"
 
 
 def scale() -> str:
@@ -48,6 +52,25 @@ def scale() -> str:
 def pick(*, ci: T, paper: T) -> T:
     """Return ``ci`` or ``paper`` according to the current scale (see :func:`scale`)."""
     return ci if scale() == "ci" else paper
+
+
+def run_cache_dir() -> Path | None:
+    """The folder named by ``ICLGD_RUN_CACHE`` (``None`` when unset or empty).
+
+    ``scripts/paper_run.sh`` sets it for a paper-scale run on a lent GPU, so that the training runs
+    of :func:`iclgd.training.timed_train` with ``store=`` survive a deadline and a second call
+    resumes them.
+
+    Raises:
+        ValueError: if it names something that exists and is not a folder.
+    """
+    value = os.environ.get(RUN_CACHE_ENV_VAR, "").strip()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{RUN_CACHE_ENV_VAR} must name a folder, got the file {str(path)!r}")
+    return path
 
 
 def full_float32_matmuls() -> bool:

@@ -259,3 +259,44 @@ def test_quoted_numbers_are_compared_by_nbval(path):
     assert not hidden, "quoted numbers hidden from nbval (# NBVAL_IGNORE_OUTPUT):\n" + "\n".join(
         hidden
     )
+
+
+def _summary_rows(nb):
+    """The rows of a chapter's ``## Summary`` claims table (claim, status, ...), if it has one."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_errata import split_row
+
+    rows = []
+    for c in nb["cells"]:
+        text = "".join(c["source"])
+        head = re.search(r"^## Summary$", text, re.MULTILINE)
+        if c["cell_type"] != "markdown" or not head:
+            continue
+        body = re.split(r"^## ", text[head.end() :], maxsplit=1, flags=re.MULTILINE)[0]
+        lines = [ln for ln in body.splitlines() if ln.startswith("|")]
+        rows += [split_row(ln) for ln in lines[2:]]
+    return rows
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_chapter_verdicts_do_not_rest_on_ci_alone(path):
+    """A chapter's summary table states each verdict as the part's claims table does: one of the
+    four verdicts with an optional note in parentheses, and a verdict on the ci run alone is
+    ``inconclusive`` (the guide: a verdict on an experiment rests on the paper-scale run; ci tests
+    the code)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_errata import STATUS_RE, VERDICTS
+
+    bad = []
+    for row in _summary_rows(json.loads(path.read_text(encoding="utf8"))):
+        status = row[1]
+        m = STATUS_RE.match(status)
+        if not m:
+            bad.append(f"{row[0][:60]!r}: status {status!r} is not one of {VERDICTS} (+ note)")
+        elif m.group(1) != "inconclusive" and re.search(r"\(ci\)|\bat ci\b", status):
+            bad.append(f"{row[0][:60]!r}: {status!r} rests on the ci run alone")
+    assert not bad, "\n".join(bad)

@@ -467,6 +467,9 @@ def _tiny_repo(tmp_path: Path) -> Path:
         (repo / name).symlink_to(REPO / name)
     meta = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     quick = [new_code_cell("x = 1\nprint(x)"), new_code_cell("assert x == 1")]
+    quick.append(
+        new_code_cell('import os\nprint(sorted(os.listdir(os.environ["ICLGD_RUN_CACHE"])))')
+    )
     slow = [new_code_cell("import time\ntime.sleep(120)"), new_code_cell("assert True")]
     nbformat.write(new_notebook(cells=quick, metadata=meta), repo / "book" / "t" / "quick.ipynb")
     nbformat.write(new_notebook(cells=slow, metadata=meta), repo / "book" / "t" / "slow.ipynb")
@@ -489,6 +492,11 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
     deadline = 20  # a kernel starts in a few seconds, also beside the other test worker
     cmd = ["bash", str(repo / "scripts" / "paper_run.sh"), str(out), "--deadline", str(deadline)]
     cmd += ["--lanes", "2", "--commit", "abc1234", "book/t/quick.ipynb", "book/t/slow.ipynb"]
+    carried = repo / ".run_cache" / "abc1234"  # a run saved by an earlier call, carried back
+    carried.mkdir(parents=True)
+    (carried / "p2d-H1-0123456789abcdef.npz").write_bytes(b"saved")
+    (repo / ".run_cache" / "other").mkdir()
+    (repo / ".run_cache" / "other" / "p2d-H2-0123456789abcdef.npz").write_bytes(b"old commit")
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     finally:
@@ -510,8 +518,16 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
     assert run["total_s"] >= run["wall_time_s"]
     with tarfile.open(out / "paper_run.tgz") as tar:
         names = set(tar.getnames())
+        executed = json.load(tar.extractfile("paper_run/book/t/quick.ipynb"))
     assert {"paper_run/run.json", "paper_run/device.txt", "paper_run/lane1.log"} <= names
     assert "paper_run/book/t/slow.ipynb" in names
+    # the kernels saw ICLGD_RUN_CACHE = OUT/run_cache/COMMIT, holding this commit's carried runs
+    assert (
+        "".join(executed["cells"][2]["outputs"][0]["text"]) == "['p2d-H1-0123456789abcdef.npz']\n"
+    )
+    assert [p.name for p in (out / "run_cache" / "abc1234").iterdir()] == [
+        "p2d-H1-0123456789abcdef.npz"
+    ]
     nb = json.loads((repo / "book" / "t" / "quick.ipynb").read_text(encoding="utf8"))
     assert nb["cells"][0]["outputs"] == []  # the checkout is not executed: the copy is
     bad = subprocess.run(cmd[:3] + ["--deadline", "5m"], capture_output=True, text=True)

@@ -1,0 +1,209 @@
+"""Timed training runs, and a store that lets a run cut short by a deadline resume.
+
+:func:`timed_train` is :func:`~iclgd.training.train` measured: the chunk is compiled first by a
+short run, then the run itself is timed, and its steps per second come back with the result (Part
+II's Fig. 5 converts a wall-clock budget into steps with them).
+
+A paper-scale run on a lent GPU gets a deadline (``scripts/paper_run.sh``); a chapter that trains
+many models in one cell would lose all of them when the deadline interrupts the last. With
+``store=NAME`` and the environment variable ``ICLGD_RUN_CACHE`` naming a folder
+(:func:`iclgd.config.run_cache_dir`), every finished run is saved there under its name and a
+fingerprint of everything that determines it (the parameters, the key, the arguments' arrays, the
+steps and the trainer's options, the matrix-product precision, the versions of iclgd and JAX), and a
+later call with the same name and fingerprint returns the saved run instead of training again: the
+result's ``message`` then says so, and the rate is the one measured when it ran. Without the
+variable (the default, and every ci run) nothing is read or written.
+
+Example::
+
+    res, rate = iclgd.training.timed_train(
+        loss, model.init(jax.random.key(0)), jax.random.key(1), steps=2000, warmup=50,
+        learning_rate=1e-3, store="H8")
+    res.losses, rate  # (2000,) losses; steps per second of the timed run
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from .. import checks as v
+from ..config import run_cache_dir
+from .loop import History, LossFn, TrainResult, train
+
+__all__ = ["timed_train"]
+
+#: A store name: it becomes part of a file name. Functions among the options (``metrics``, an optax
+#: optimiser) enter the fingerprint by their name only.
+_STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_FORMAT = 1
+
+
+def timed_train(
+    loss_fn: LossFn,
+    params,
+    key: jax.Array,
+    *,
+    steps: int,
+    warmup: int,
+    store: str | None = None,
+    **options,
+) -> tuple[TrainResult, float]:
+    """Train ``steps`` steps with :func:`~iclgd.training.train` and measure the steps per second.
+
+    First a run of ``warmup`` steps (same options, the key folded with 1; its result is discarded)
+    compiles the chunk, so the timed run measures steps, not compilation; pass ``chunk`` equal to
+    ``warmup`` (or a divisor of it) for that to hold. The timed run starts from ``params`` with
+    ``key``; the clock stops once its final parameters are ready.
+
+    Args:
+        loss_fn, params, key, steps: as for :func:`~iclgd.training.train`.
+        warmup: steps of the compiling run, ``1 <= warmup <= steps``.
+        store: a name (letters, digits, ``.``, ``_``, ``-``; at most 100 characters). Where
+            ``ICLGD_RUN_CACHE`` names a folder, the finished run is saved there, and a saved run of
+            the same name and fingerprint is returned instead of training (module docstring). The
+            saved run keeps the losses, the history's steps and metrics (a dict of arrays, or
+            ``None``), ``diverged``, ``stopped_at``, ``converged_at``, the message and the rate;
+            not the parameters: ``params`` and ``history.params`` of a loaded run are ``None``.
+        **options: any other keyword of :func:`~iclgd.training.train`.
+
+    Returns:
+        ``(result, rate)``: the :class:`~iclgd.training.TrainResult` and the timed run's steps per
+        second.
+
+    Raises:
+        ValueError: bad ``steps``/``warmup``, a bad ``store`` name, ``has_aux`` with ``store`` (the
+            aux output is not stored), or a ``metrics`` output that is not a dict of arrays.
+        TypeError: as :func:`~iclgd.training.train`.
+    """
+    steps = v.positive_int("steps", steps)
+    warmup = v.positive_int("warmup", warmup)
+    if warmup > steps:
+        raise ValueError(f"warmup must be at most steps ({steps}), got {warmup}")
+    path = None
+    if store is not None:
+        if not isinstance(store, str) or not _STORE_NAME.match(store):
+            raise ValueError(
+                "store must be a name of letters, digits, '.', '_' or '-' (at most 100 "
+                f"characters, not starting with '.', '_' or '-'), got {store!r}"
+            )
+        if options.get("has_aux"):
+            raise ValueError("store: a run with has_aux=True cannot be stored (aux is not kept)")
+        folder = run_cache_dir()
+        if folder is not None:
+            fingerprint = _fingerprint(store, params, key, steps, warmup, options)
+            path = folder / f"{store}-{fingerprint}.npz"
+            if path.exists():
+                return _load(path)
+    train(loss_fn, params, jax.random.fold_in(key, 1), steps=warmup, **options)  # compiles
+    t0 = time.perf_counter()
+    result = train(loss_fn, params, key, steps=steps, **options)
+    jax.block_until_ready(result.params)
+    rate = steps / (time.perf_counter() - t0)
+    if path is not None:
+        _save(path, result, rate)
+    return result, rate
+
+
+def _digest(h, x) -> None:
+    """Feed one leaf (an array or a plain value) into the hash ``h``."""
+    if isinstance(x, (jax.Array, np.ndarray, np.generic)):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        a = np.asarray(x)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    elif callable(x):
+        h.update(f"fn:{getattr(x, '__qualname__', type(x).__name__)}".encode())
+    else:
+        h.update(repr(x).encode())
+
+
+def _fingerprint(store, params, key, steps, warmup, options) -> str:
+    """16 hex digits of sha256 over everything that determines the run (module docstring)."""
+    from .. import __version__
+
+    h = hashlib.sha256()
+    settings = {
+        "format": _FORMAT,
+        "store": store,
+        "steps": steps,
+        "warmup": warmup,
+        "precision": str(jax.config.jax_default_matmul_precision),
+        "x64": bool(jax.config.jax_enable_x64),
+        "iclgd": __version__,
+        "jax": jax.__version__,
+    }
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    for leaf in jax.tree_util.tree_leaves((params, key)):
+        _digest(h, leaf)
+    for name in sorted(options):
+        h.update(f"|{name}=".encode())
+        for leaf in jax.tree_util.tree_leaves(options[name]):
+            _digest(h, leaf)
+        if not jax.tree_util.tree_leaves(options[name]):
+            _digest(h, options[name])
+    return h.hexdigest()[:16]
+
+
+def _save(path: Path, result: TrainResult, rate: float) -> None:
+    """Write ``result`` (no parameters) and ``rate`` to ``path`` atomically."""
+    hist = result.history
+    metrics = None if hist is None else hist.metrics
+    if metrics is not None and not (
+        isinstance(metrics, dict) and all(isinstance(k, str) for k in metrics)
+    ):
+        raise ValueError("store: the metrics output must be a dict of arrays to be stored")
+    meta = {
+        "format": _FORMAT,
+        "message": result.message,
+        "diverged": bool(result.diverged),
+        "stopped_at": None if result.stopped_at is None else int(result.stopped_at),
+        "converged_at": None if result.converged_at is None else int(result.converged_at),
+        "rate": float(rate),
+        "history": hist is not None,
+        "metrics": None if metrics is None else sorted(metrics),
+    }
+    arrays = {"losses": np.asarray(result.losses), "meta": np.array(json.dumps(meta))}
+    if hist is not None:
+        arrays["steps"] = np.asarray(hist.steps)
+        for k in meta["metrics"] or ():
+            arrays[f"metric_{k}"] = np.asarray(metrics[k])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(tmp, path)
+
+
+def _load(path: Path) -> tuple[TrainResult, float]:
+    """The run saved at ``path`` (no parameters) and its rate."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"{path}: a stored run of another format ({meta.get('format')})")
+        history = None
+        if meta["history"]:
+            names = meta["metrics"]
+            metrics = None if names is None else {k: z[f"metric_{k}"] for k in names}
+            history = History(z["steps"], None, metrics)
+        losses = z["losses"]
+    message = f"{meta['message']} (loaded from ICLGD_RUN_CACHE: trained in an earlier call)"
+    result = TrainResult(
+        None,
+        losses,
+        meta["diverged"],
+        meta["stopped_at"],
+        message,
+        history,
+        None,
+        meta["converged_at"],
+    )
+    return result, meta["rate"]

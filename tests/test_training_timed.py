@@ -1,0 +1,141 @@
+"""Tests of iclgd.training.timed (timed_train and its run store, ICLGD_RUN_CACHE)."""
+
+import jax
+import numpy as np
+import pytest
+
+from iclgd import config, tasks
+from iclgd import training as train
+from iclgd.models import lsa
+
+PRIOR = tasks.make_prior(2)
+LOSS = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), PRIOR, 4, 32)
+INIT = lsa.init_lsa(jax.random.key(0), 2, 1, 0.3)
+METRICS = train.sampled_loss(lambda p, t: lsa.lsa_predict(p, tasks.embed(t)), PRIOR, 4, 8)
+OPTS = dict(learning_rate=1e-2, record_every=5, chunk=5, progress=False)
+
+
+def _metrics(params):
+    """A dict of metrics, as Part II's inference metrics."""
+    return {"held_out": METRICS(params, jax.random.key(9))}
+
+
+def _run(**kw):
+    args = dict(steps=20, warmup=5, metrics=_metrics, **OPTS)
+    args.update(kw)
+    return train.timed_train(LOSS, INIT, jax.random.key(1), **args)
+
+
+def test_timed_train_is_train_plus_a_rate(monkeypatch):
+    monkeypatch.delenv("ICLGD_RUN_CACHE", raising=False)
+    res, rate = _run()
+    ref = train.train(LOSS, INIT, jax.random.key(1), steps=20, metrics=_metrics, **OPTS)
+    np.testing.assert_array_equal(res.losses, ref.losses)
+    np.testing.assert_array_equal(res.history.metrics["held_out"], ref.history.metrics["held_out"])
+    assert res.message == "completed 20 steps" and rate > 0
+
+
+def test_store_without_the_variable_writes_nothing(monkeypatch, tmp_path):
+    monkeypatch.delenv("ICLGD_RUN_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    _run(store="H1")
+    assert not list(tmp_path.rglob("*"))
+
+
+def test_a_stored_run_is_loaded_not_trained_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path / "cache"))
+    first, rate = _run(store="H1")
+    saved = list((tmp_path / "cache").glob("H1-*.npz"))
+    assert len(saved) == 1 and not list((tmp_path / "cache").glob("*.tmp"))
+
+    def no_training(*a, **k):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr("iclgd.training.timed.train", no_training)
+    again, rate2 = _run(store="H1")
+    np.testing.assert_array_equal(again.losses, first.losses)
+    np.testing.assert_array_equal(again.history.steps, first.history.steps)
+    np.testing.assert_array_equal(
+        again.history.metrics["held_out"], first.history.metrics["held_out"]
+    )
+    assert rate2 == rate and again.diverged is False and again.stopped_at is None
+    assert again.params is None and again.history.params is None
+    assert (
+        again.message
+        == "completed 20 steps (loaded from ICLGD_RUN_CACHE: trained in an earlier call)"
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(steps=25),
+        dict(warmup=10, chunk=10, record_every=10),
+        dict(learning_rate=2e-2),
+        dict(store="H2"),
+    ],
+    ids=["steps", "warmup", "learning_rate", "name"],
+)
+def test_another_setting_trains_again(monkeypatch, tmp_path, change):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    _run(store="H1")
+    res, _ = _run(**{"store": "H1", **change})
+    assert "loaded" not in res.message and res.params is not None
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+
+
+def test_other_params_key_or_precision_train_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    _run(store="H1")
+    other = lsa.init_lsa(jax.random.key(5), 2, 1, 0.3)
+    res, _ = train.timed_train(
+        LOSS, other, jax.random.key(1), steps=20, warmup=5, store="H1", **OPTS
+    )
+    assert "loaded" not in res.message
+    res, _ = train.timed_train(
+        LOSS, INIT, jax.random.key(2), steps=20, warmup=5, store="H1", **OPTS
+    )
+    assert "loaded" not in res.message
+    with jax.default_matmul_precision("tensorfloat32"):
+        res, _ = _run(store="H1")
+    assert "loaded" not in res.message
+    assert len(list(tmp_path.glob("*.npz"))) == 4
+
+
+def test_run_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("ICLGD_RUN_CACHE", raising=False)
+    assert config.run_cache_dir() is None
+    monkeypatch.setenv("ICLGD_RUN_CACHE", "  ")
+    assert config.run_cache_dir() is None
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path / "new"))
+    assert config.run_cache_dir() == tmp_path / "new"
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="ICLGD_RUN_CACHE must name a folder"):
+        config.run_cache_dir()
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(warmup=0), "warmup"),
+        (dict(warmup=30), "warmup must be at most steps"),
+        (dict(steps=0), "steps"),
+        (dict(store="a/b"), "store must be a name"),
+        (dict(store="../x"), "store must be a name"),
+        (dict(store=""), "store must be a name"),
+    ],
+)
+def test_bad_input(monkeypatch, tmp_path, kw, match):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match=match):
+        _run(**kw)
+
+
+def test_store_refuses_aux_and_non_dict_metrics(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match="has_aux"):
+        _run(store="H1", has_aux=True)
+    with pytest.raises(ValueError, match="dict of arrays"):
+        _run(store="H1", metrics=lambda p: METRICS(p, jax.random.key(9)))
+    assert not list(tmp_path.rglob("*"))
