@@ -58,7 +58,7 @@ def run_cache_dir() -> Path | None:
     """The folder named by ``ICLGD_RUN_CACHE`` (``None`` when unset or empty).
 
     ``scripts/paper_run.sh`` sets it for a paper-scale run on a lent GPU, so that the training runs
-    of :func:`iclgd.training.timed_train` with ``store=`` survive a deadline and a second call
+    of :func:`iclgd.training.timed_train` with ``store=`` survive a deadline and a later call
     resumes them.
 
     Raises:

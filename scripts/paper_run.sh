@@ -21,9 +21,10 @@
 #    executed notebooks under book/, the lanes' logs and device.txt. OUT/run.json is a copy.
 #    Record it here with `python scripts/record_paper_run.py --run OUT/paper_run.tgz`.
 #
-# 5. OUT/run_cache/COMMIT/ holds the training runs saved on the way ($ICLGD_RUN_CACHE, unless set:
-#    iclgd.training.timed_train); copied back to .run_cache/COMMIT/ in the checkout and carried,
-#    they let the next call resume a chapter that the deadline cut.
+# 5. OUT/run_cache/ holds the training runs saved on the way ($ICLGD_RUN_CACHE, unless set:
+#    iclgd.training.timed_train), with those of scripts/run_cache/ it started from; copied into
+#    scripts/run_cache/ (and committed, for a later session), they let the next call resume a
+#    chapter that the deadline cut.
 #
 # --commit C names the commit the tree is (where the copy has no .git to ask). Exit status: 0 when
 # every notebook ran to its end with every cell passing, 1 otherwise, 2 for bad arguments.
@@ -69,7 +70,7 @@ if ! python3 -c "import nbclient, nbformat, ipykernel, myst_nb" 2>/dev/null \
     wheels="$(find "$root/.whl" -type f -name '*.whl' | wc -l) from .whl installed into $scratch/site"
 fi
 mkdir -p "$work"
-tar -C "$root" --exclude=./.whl --exclude=./.run_cache --exclude=./.git --exclude=./.venv --exclude=./_build \
+tar -C "$root" --exclude=./.whl --exclude=./.git --exclude=./.venv --exclude=./_build \
     --exclude=./book/_build --exclude=./node_modules -cf - . | tar -C "$work" -xf - || exit 1
 if [ -z "$commit" ]; then
     commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) || commit=
@@ -79,13 +80,14 @@ if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
     [ -z "$(git -C "$root" status --porcelain -- iclgd book scripts pyproject.toml)" ] && dirty=false || dirty=true
 fi
 # Training runs a deadline could cut (iclgd.training.timed_train with store=: Part II deep's seven
-# H) are saved under OUT/run_cache/COMMIT, which comes back even when the call runs out of time; a
-# second call resumes them when the checkout carries them as .run_cache/COMMIT (CONTRIBUTING.md).
+# H) are saved under OUT/run_cache, which comes back even when the call runs out of time; the runs
+# of scripts/run_cache (earlier calls' OUT/run_cache, copied there and committed) are put there
+# first, so a chapter resumes them (CONTRIBUTING.md, "A session lent a GPU").
 if [ -z "${ICLGD_RUN_CACHE:-}" ]; then
-    export ICLGD_RUN_CACHE="$out/run_cache/${commit:-unknown}"
+    export ICLGD_RUN_CACHE="$out/run_cache"
     mkdir -p "$ICLGD_RUN_CACHE" || exit 1
-    if compgen -G "$root/.run_cache/${commit:-unknown}/*.npz" >/dev/null; then
-        cp -p "$root/.run_cache/${commit:-unknown}"/*.npz "$ICLGD_RUN_CACHE"/ || exit 1
+    if compgen -G "$root/scripts/run_cache/*.npz" >/dev/null; then
+        cp -p "$root"/scripts/run_cache/*.npz "$ICLGD_RUN_CACHE"/ || exit 1
     fi
 fi
 export PYTHONPATH="$work${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1

@@ -463,8 +463,11 @@ def _tiny_repo(tmp_path: Path) -> Path:
 
     repo = tmp_path / "repo"
     (repo / "book" / "t").mkdir(parents=True)
-    for name in ("scripts", "iclgd"):
-        (repo / name).symlink_to(REPO / name)
+    (repo / "iclgd").symlink_to(REPO / "iclgd")
+    (repo / "scripts").mkdir()  # its files linked, so that scripts/run_cache/ is the test's own
+    for f in (REPO / "scripts").iterdir():
+        if f.is_file():
+            (repo / "scripts" / f.name).symlink_to(f)
     meta = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     quick = [new_code_cell("x = 1\nprint(x)"), new_code_cell("assert x == 1")]
     quick.append(
@@ -492,11 +495,9 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
     deadline = 20  # a kernel starts in a few seconds, also beside the other test worker
     cmd = ["bash", str(repo / "scripts" / "paper_run.sh"), str(out), "--deadline", str(deadline)]
     cmd += ["--lanes", "2", "--commit", "abc1234", "book/t/quick.ipynb", "book/t/slow.ipynb"]
-    carried = repo / ".run_cache" / "abc1234"  # a run saved by an earlier call, carried back
-    carried.mkdir(parents=True)
-    (carried / "p2d-H1-0123456789abcdef.npz").write_bytes(b"saved")
-    (repo / ".run_cache" / "other").mkdir()
-    (repo / ".run_cache" / "other" / "p2d-H2-0123456789abcdef.npz").write_bytes(b"old commit")
+    saved = repo / "scripts" / "run_cache"  # runs an earlier call saved, copied back
+    saved.mkdir()
+    (saved / "p2d-H1-0123456789abcdef.npz").write_bytes(b"saved")
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     finally:
@@ -521,13 +522,11 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
         executed = json.load(tar.extractfile("paper_run/book/t/quick.ipynb"))
     assert {"paper_run/run.json", "paper_run/device.txt", "paper_run/lane1.log"} <= names
     assert "paper_run/book/t/slow.ipynb" in names
-    # the kernels saw ICLGD_RUN_CACHE = OUT/run_cache/COMMIT, holding this commit's carried runs
+    # the kernels saw ICLGD_RUN_CACHE = OUT/run_cache, holding the runs of scripts/run_cache
     assert (
         "".join(executed["cells"][2]["outputs"][0]["text"]) == "['p2d-H1-0123456789abcdef.npz']\n"
     )
-    assert [p.name for p in (out / "run_cache" / "abc1234").iterdir()] == [
-        "p2d-H1-0123456789abcdef.npz"
-    ]
+    assert [p.name for p in (out / "run_cache").iterdir()] == ["p2d-H1-0123456789abcdef.npz"]
     nb = json.loads((repo / "book" / "t" / "quick.ipynb").read_text(encoding="utf8"))
     assert nb["cells"][0]["outputs"] == []  # the checkout is not executed: the copy is
     bad = subprocess.run(cmd[:3] + ["--deadline", "5m"], capture_output=True, text=True)

@@ -8,11 +8,15 @@ A paper-scale run on a lent GPU gets a deadline (``scripts/paper_run.sh``); a ch
 many models in one cell would lose all of them when the deadline interrupts the last. With
 ``store=NAME`` and the environment variable ``ICLGD_RUN_CACHE`` naming a folder
 (:func:`iclgd.config.run_cache_dir`), every finished run is saved there under its name and a
-fingerprint of everything that determines it (the parameters, the key, the arguments' arrays, the
-steps and the trainer's options, the matrix-product precision, the versions of iclgd and JAX), and a
-later call with the same name and fingerprint returns the saved run instead of training again: the
-result's ``message`` then says so, and the rate is the one measured when it ran. Without the
-variable (the default, and every ci run) nothing is read or written.
+fingerprint of everything that determines it, and a later call with the same name and fingerprint
+returns the saved run instead of training again: the result's ``message`` then says so, with the
+device and the date it was trained on, and the rate is the one measured then. The fingerprint
+covers the parameters, the key, the arguments' arrays, the steps and the trainer's options, the
+loss and the metrics as JAX traces them (their jaxprs, and the arrays they close over: a model, a
+batch size or a test set changed in a chapter or in iclgd changes it), the trainer's source (the
+modules of :mod:`iclgd.training`), the matrix-product precision and the version of JAX; a mismatch
+only trains again. Without the variable
+(the default, and every ci run) nothing is read or written.
 
 Example::
 
@@ -24,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -43,7 +48,7 @@ __all__ = ["timed_train"]
 #: A store name: it becomes part of a file name. Functions among the options (``metrics``, an optax
 #: optimiser) enter the fingerprint by their name only.
 _STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_FORMAT = 1
+_FORMAT = 2
 
 
 def timed_train(
@@ -79,8 +84,9 @@ def timed_train(
         second.
 
     Raises:
-        ValueError: bad ``steps``/``warmup``, a bad ``store`` name, ``has_aux`` with ``store`` (the
-            aux output is not stored), or a ``metrics`` output that is not a dict of arrays.
+        ValueError: bad ``steps``/``warmup``, a bad ``store`` name; with ``store``: ``has_aux``
+            (the aux output is not stored), an optax optimiser object instead of a name (its
+            settings cannot be fingerprinted), or a ``metrics`` output that is not a dict of arrays.
         TypeError: as :func:`~iclgd.training.train`.
     """
     steps = v.positive_int("steps", steps)
@@ -96,9 +102,13 @@ def timed_train(
             )
         if options.get("has_aux"):
             raise ValueError("store: a run with has_aux=True cannot be stored (aux is not kept)")
+        if not isinstance(options.get("optimizer", "adam"), str):
+            raise ValueError(
+                "store: pass the optimizer by name (an optax object's settings are hidden)"
+            )
         folder = run_cache_dir()
         if folder is not None:
-            fingerprint = _fingerprint(store, params, key, steps, warmup, options)
+            fingerprint = _fingerprint(store, loss_fn, params, key, steps, warmup, options)
             path = folder / f"{store}-{fingerprint}.npz"
             if path.exists():
                 return _load(path)
@@ -126,10 +136,27 @@ def _digest(h, x) -> None:
         h.update(repr(x).encode())
 
 
-def _fingerprint(store, params, key, steps, warmup, options) -> str:
-    """16 hex digits of sha256 over everything that determines the run (module docstring)."""
-    from .. import __version__
+@functools.cache
+def _source_digest() -> str:
+    """sha256 of the trainer's source, the modules of :mod:`iclgd.training`: what the traced loss
+    and metrics do not show (the optimiser's steps, the chunks, the checks)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.glob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
+
+def _trace_digest(h, fn, *args) -> None:
+    """Feed ``fn``'s jaxpr at ``args`` (no memory addresses) and the arrays it closes over."""
+    closed = jax.make_jaxpr(fn)(*args)
+    h.update(re.sub(r" at 0x[0-9a-fA-F]+", "", str(closed.jaxpr)).encode())
+    for const in closed.consts:
+        _digest(h, const)
+
+
+def _fingerprint(store, loss_fn, params, key, steps, warmup, options) -> str:
+    """16 hex digits of sha256 over everything that determines the run (module docstring)."""
     h = hashlib.sha256()
     settings = {
         "format": _FORMAT,
@@ -138,7 +165,7 @@ def _fingerprint(store, params, key, steps, warmup, options) -> str:
         "warmup": warmup,
         "precision": str(jax.config.jax_default_matmul_precision),
         "x64": bool(jax.config.jax_enable_x64),
-        "iclgd": __version__,
+        "trainer_source": _source_digest(),
         "jax": jax.__version__,
     }
     h.update(json.dumps(settings, sort_keys=True).encode())
@@ -150,7 +177,16 @@ def _fingerprint(store, params, key, steps, warmup, options) -> str:
             _digest(h, leaf)
         if not jax.tree_util.tree_leaves(options[name]):
             _digest(h, options[name])
+    _trace_digest(h, loss_fn, params, key, *options.get("args", ()))
+    if options.get("metrics") is not None:
+        _trace_digest(h, options["metrics"], params)
     return h.hexdigest()[:16]
+
+
+def _device() -> str:
+    """The device a run trains on, e.g. ``NVIDIA H100 80GB HBM3`` or ``cpu``."""
+    dev = jax.devices()[0]
+    return str(getattr(dev, "device_kind", None) or dev.platform)
 
 
 def _save(path: Path, result: TrainResult, rate: float) -> None:
@@ -168,6 +204,8 @@ def _save(path: Path, result: TrainResult, rate: float) -> None:
         "stopped_at": None if result.stopped_at is None else int(result.stopped_at),
         "converged_at": None if result.converged_at is None else int(result.converged_at),
         "rate": float(rate),
+        "device": _device(),
+        "trained_at": time.strftime("%Y-%m-%d", time.gmtime()),
         "history": hist is not None,
         "metrics": None if metrics is None else sorted(metrics),
     }
@@ -195,7 +233,10 @@ def _load(path: Path) -> tuple[TrainResult, float]:
             metrics = None if names is None else {k: z[f"metric_{k}"] for k in names}
             history = History(z["steps"], None, metrics)
         losses = z["losses"]
-    message = f"{meta['message']} (loaded from ICLGD_RUN_CACHE: trained in an earlier call)"
+    message = (
+        f"{meta['message']} (loaded from ICLGD_RUN_CACHE: trained on {meta['device']}, "
+        f"{meta['trained_at']})"
+    )
     result = TrainResult(
         None,
         losses,
