@@ -77,7 +77,9 @@ if [ -z "$commit" ]; then
 fi
 dirty=null
 if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
-    [ -z "$(git -C "$root" status --porcelain -- iclgd book scripts pyproject.toml)" ] && dirty=false || dirty=true
+    # (saved training runs aside: scripts/run_cache/ may hold a cut call's runs, not yet committed)
+    [ -z "$(git -C "$root" status --porcelain -- iclgd book scripts pyproject.toml \
+        ':!scripts/run_cache')" ] && dirty=false || dirty=true
 fi
 # Training runs a deadline could cut (iclgd.training.timed_train with store=: Part II deep's seven
 # H) are saved under OUT/run_cache, which comes back even when the call runs out of time; the runs
