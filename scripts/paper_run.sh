@@ -21,10 +21,10 @@
 #    executed notebooks under book/, the lanes' logs and device.txt. OUT/run.json is a copy.
 #    Record it here with `python scripts/record_paper_run.py --run OUT/paper_run.tgz`.
 #
-# 5. OUT/run_cache/ holds the training runs saved on the way ($ICLGD_RUN_CACHE, unless set:
-#    iclgd.training.timed_train), with those of scripts/run_cache/ it started from; copied into
-#    scripts/run_cache/ (and committed, for a later session), they let the next call resume a
-#    chapter that the deadline cut.
+# 5. paper_run/run_cache/ in the archive holds the training runs saved on the way
+#    ($ICLGD_RUN_CACHE, unless set: iclgd.training.timed_train), with those of scripts/run_cache/
+#    it started from; copied into scripts/run_cache/ (and committed, for a later session), they
+#    let the next call resume a chapter that the deadline cut.
 #
 # --commit C names the commit the tree is (where the copy has no .git to ask). Exit status: 0 when
 # every notebook ran to its end with every cell passing, 1 otherwise, 2 for bad arguments.
@@ -82,11 +82,12 @@ if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
         ':!scripts/run_cache')" ] && dirty=false || dirty=true
 fi
 # Training runs a deadline could cut (iclgd.training.timed_train with store=: Part II deep's seven
-# H) are saved under OUT/run_cache, which comes back even when the call runs out of time; the runs
-# of scripts/run_cache (earlier calls' OUT/run_cache, copied there and committed) are put there
-# first, so a chapter resumes them (CONTRIBUTING.md, "A session lent a GPU").
+# H) are saved in the scratch folder's run_cache/, started from scripts/run_cache/ (earlier calls'
+# runs, copied there and committed) so that a chapter resumes them, and packed into the archive
+# (the device tool brings back 8 files at most: one archive, not one file a run; CONTRIBUTING.md,
+# "A session lent a GPU").
 if [ -z "${ICLGD_RUN_CACHE:-}" ]; then
-    export ICLGD_RUN_CACHE="$out/run_cache"
+    export ICLGD_RUN_CACHE="$scratch/run_cache"
     mkdir -p "$ICLGD_RUN_CACHE" || exit 1
     if compgen -G "$root/scripts/run_cache/*.npz" >/dev/null; then
         cp -p "$root"/scripts/run_cache/*.npz "$ICLGD_RUN_CACHE"/ || exit 1
@@ -192,6 +193,9 @@ cp "$logs"/*.log "$logs"/*.time "$logs/device.txt" "$logs/lanes.txt" "$stage"/
 tr ' ' '\n' <"$logs/lanes.txt" | grep . | while IFS= read -r nb; do
     mkdir -p "$stage/$(dirname "$nb")" && cp "$work/$nb" "$stage/$nb"
 done
+if compgen -G "$ICLGD_RUN_CACHE/*.npz" >/dev/null; then
+    mkdir -p "$stage/run_cache" && cp -p "$ICLGD_RUN_CACHE"/*.npz "$stage/run_cache/"
+fi
 tar czf "$out/paper_run.tgz" -C "$scratch" paper_run || exit 1
 cp "$stage/run.json" "$out/run.json"
 grep -h -E '^\[(ok|FAILED|skipped)' "$logs"/lane*.log
