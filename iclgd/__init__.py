@@ -19,8 +19,9 @@ re-exported here, the rest live in the submodules, one concern each:
   GD++, the Bayes posterior mean, ridge regression (Parts I-III).
 * :mod:`iclgd.metrics` -- errors and distances on samples: the squared error every loss is built
   from, ``Dist(M, I)``, Part II's inference loss.
-* :mod:`iclgd.training` -- the trainer (optax, compiled once, history, multi-seed, L-BFGS), the
-  loss builders, and Part I's LSA sweep.
+* :mod:`iclgd.training` -- the trainer (optax, compiled once, history, multi-seed, L-BFGS), timed
+  runs that a deadline can cut and a later call resume (``timed_train``), the loss builders, and
+  Part I's LSA sweep.
 * :mod:`iclgd.symbolic` -- exact Gaussian expectations and symbolic risks with sympy.
 * :mod:`iclgd.ladder` -- the risk ladder across the three papers.
 * :mod:`iclgd.plot` -- every figure of the book.
