@@ -23,6 +23,10 @@ def _metrics(params):
     return {"held_out": METRICS(params, jax.random.key(9))}
 
 
+def _no_training(*a, **k):
+    raise AssertionError("trained")
+
+
 def _run(**kw):
     args = dict(steps=20, warmup=5, metrics=_metrics, **OPTS)
     args.update(kw)
@@ -51,10 +55,7 @@ def test_a_stored_run_is_loaded_not_trained_again(monkeypatch, tmp_path):
     saved = list((tmp_path / "cache").glob("H1-*.npz"))
     assert len(saved) == 1 and not list((tmp_path / "cache").glob("*.tmp"))
 
-    def no_training(*a, **k):
-        raise AssertionError("trained again")
-
-    monkeypatch.setattr("iclgd.training.timed.train", no_training)
+    monkeypatch.setattr("iclgd.training.timed.train", _no_training)
     again, rate2 = _run(store="H1")
     np.testing.assert_array_equal(again.losses, first.losses)
     np.testing.assert_array_equal(again.history.steps, first.history.steps)
@@ -139,7 +140,8 @@ def test_store_refuses_aux_and_non_dict_metrics(monkeypatch, tmp_path):
     monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
     with pytest.raises(ValueError, match="has_aux"):
         _run(store="H1", has_aux=True)
-    with pytest.raises(ValueError, match="dict of arrays"):
+    monkeypatch.setattr("iclgd.training.timed.train", _no_training)
+    with pytest.raises(ValueError, match="dict of arrays"):  # before any training
         _run(store="H1", metrics=lambda p: METRICS(p, jax.random.key(9)))
     assert not list(tmp_path.rglob("*"))
 

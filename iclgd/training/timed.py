@@ -107,6 +107,10 @@ def timed_train(
                 "store: pass the optimizer by name (an optax object's settings are hidden)"
             )
         folder = run_cache_dir()
+        if folder is not None and options.get("metrics") is not None:
+            out = jax.eval_shape(options["metrics"], params)  # checked before any training
+            if not (isinstance(out, dict) and all(isinstance(k, str) for k in out)):
+                raise ValueError("store: the metrics output must be a dict of arrays to be stored")
         if folder is not None:
             fingerprint = _fingerprint(store, loss_fn, params, key, steps, warmup, options)
             path = folder / f"{store}-{fingerprint}.npz"
@@ -192,11 +196,7 @@ def _device() -> str:
 def _save(path: Path, result: TrainResult, rate: float) -> None:
     """Write ``result`` (no parameters) and ``rate`` to ``path`` atomically."""
     hist = result.history
-    metrics = None if hist is None else hist.metrics
-    if metrics is not None and not (
-        isinstance(metrics, dict) and all(isinstance(k, str) for k in metrics)
-    ):
-        raise ValueError("store: the metrics output must be a dict of arrays to be stored")
+    metrics = None if hist is None else hist.metrics  # a dict: checked by timed_train
     meta = {
         "format": _FORMAT,
         "message": result.message,
