@@ -24,7 +24,11 @@
 # 5. paper_run/run_cache/ in the archive holds the training runs saved on the way
 #    ($ICLGD_RUN_CACHE, unless set: iclgd.training.timed_train), with those of scripts/run_cache/
 #    it started from; copied into scripts/run_cache/ (and committed, for a later session), they
-#    let the next call resume a chapter that the deadline cut.
+#    let the next call resume a chapter that the deadline cut. A run the deadline cut midway
+#    left a checkpoint (NAME-FINGERPRINT.partial.npz: its parameters and optimiser state, tens of
+#    MB): it comes back as OUT/checkpoints.tgz.00, .01, ... (pieces of 15 MiB: the tool brings
+#    back no file over 16 MiB); `cat OUT/checkpoints.tgz.* | tar xz -C scripts/run_cache` puts it
+#    where the next call resumes it (it travels untracked; too large to commit).
 #
 # --commit C names the commit the tree is (where the copy has no .git to ask). Exit status: 0 when
 # every notebook ran to its end with every cell passing, 1 otherwise, 2 for bad arguments.
@@ -193,10 +197,23 @@ cp "$logs"/*.log "$logs"/*.time "$logs/device.txt" "$logs/lanes.txt" "$stage"/
 tr ' ' '\n' <"$logs/lanes.txt" | grep . | while IFS= read -r nb; do
     mkdir -p "$stage/$(dirname "$nb")" && cp "$work/$nb" "$stage/$nb"
 done
-if compgen -G "$ICLGD_RUN_CACHE/*.npz" >/dev/null; then
-    mkdir -p "$stage/run_cache" && cp -p "$ICLGD_RUN_CACHE"/*.npz "$stage/run_cache/"
+shopt -s nullglob
+finished=() partial=()
+for f in "$ICLGD_RUN_CACHE"/*.npz; do
+    case $f in *.partial.npz) partial+=("$(basename "$f")") ;; *) finished+=("$f") ;; esac
+done
+if [ ${#finished[@]} -gt 0 ]; then
+    mkdir -p "$stage/run_cache" && cp -p "${finished[@]}" "$stage/run_cache/"
 fi
 tar czf "$out/paper_run.tgz" -C "$scratch" paper_run || exit 1
+# A run the deadline cut left its checkpoint (parameters and Adam's state: some 25 MB for Part II
+# deep); the tool brings back files of 16 MiB at most, so it comes back in pieces,
+# OUT/checkpoints.tgz.00, .01, ... (cat them into tar xz).
+if [ ${#partial[@]} -gt 0 ]; then
+    tar czf - -C "$ICLGD_RUN_CACHE" "${partial[@]}" | split -b 15m -d - "$out/checkpoints.tgz." ||
+        exit 1
+fi
+shopt -u nullglob
 cp "$stage/run.json" "$out/run.json"
 grep -h -E '^\[(ok|FAILED|skipped)' "$logs"/lane*.log
 python3 - "$stage/run.json" <<'EOF'

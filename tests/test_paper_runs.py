@@ -480,6 +480,7 @@ def _tiny_repo(tmp_path: Path) -> Path:
 
 
 def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
+    import io
     import os
     import shutil
     import subprocess
@@ -498,6 +499,8 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
     saved = repo / "scripts" / "run_cache"  # runs an earlier call saved, copied back
     saved.mkdir()
     (saved / "p2d-H1-0123456789abcdef.npz").write_bytes(b"saved")
+    checkpoint = os.urandom(17 * 2**20)  # a cut run's checkpoint, over the tool's 16 MiB a file
+    (saved / "p2d-H8-0123456789abcdef.partial.npz").write_bytes(checkpoint)
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     finally:
@@ -523,12 +526,19 @@ def test_paper_run_sh_runs_lanes_to_a_deadline_and_packs_the_result(tmp_path):
     assert {"paper_run/run.json", "paper_run/device.txt", "paper_run/lane1.log"} <= names
     assert "paper_run/book/t/slow.ipynb" in names
     # the kernels saw ICLGD_RUN_CACHE holding the runs of scripts/run_cache, and the archive
-    # brings them back (the device tool returns 8 files at most: OUT holds two)
-    assert (
-        "".join(executed["cells"][2]["outputs"][0]["text"]) == "['p2d-H1-0123456789abcdef.npz']\n"
+    # brings the finished ones back (the device tool returns 8 files at most: OUT holds four)
+    assert "".join(executed["cells"][2]["outputs"][0]["text"]) == (
+        "['p2d-H1-0123456789abcdef.npz', 'p2d-H8-0123456789abcdef.partial.npz']\n"
     )
     assert "paper_run/run_cache/p2d-H1-0123456789abcdef.npz" in names
-    assert sorted(p.name for p in out.iterdir()) == ["paper_run.tgz", "run.json"]
+    assert not any(n.endswith(".partial.npz") for n in names)  # checkpoints come back in pieces
+    pieces = ["checkpoints.tgz.00", "checkpoints.tgz.01"]
+    assert sorted(p.name for p in out.iterdir()) == pieces + ["paper_run.tgz", "run.json"]
+    assert all((out / p).stat().st_size <= 15 * 2**20 for p in pieces)
+    joined = b"".join((out / p).read_bytes() for p in pieces)
+    with tarfile.open(fileobj=io.BytesIO(joined), mode="r:gz") as tar:
+        assert tar.getnames() == ["p2d-H8-0123456789abcdef.partial.npz"]
+        assert tar.extractfile(tar.getmembers()[0]).read() == checkpoint
     nb = json.loads((repo / "book" / "t" / "quick.ipynb").read_text(encoding="utf8"))
     assert nb["cells"][0]["outputs"] == []  # the checkout is not executed: the copy is
     bad = subprocess.run(cmd[:3] + ["--deadline", "5m"], capture_output=True, text=True)

@@ -169,3 +169,103 @@ def test_store_refuses_an_optax_object(monkeypatch, tmp_path):
         _run(store="H1", optimizer=optax.adam(1e-2))
     res, _ = _run(optimizer=optax.adam(1e-2))  # without store: any optimiser
     assert not res.diverged
+
+
+class _Cut(Exception):
+    """The deadline's interrupt, simulated."""
+
+
+def _cut_after(monkeypatch, chunks: int):
+    """Make the stored run checkpoint after every chunk and stop after ``chunks`` of them."""
+    from iclgd.training import timed
+
+    monkeypatch.setattr(timed, "_CHECKPOINT_S", 0.0)
+    real, seen = timed._save_partial, []
+
+    def save_then_cut(*args):
+        real(*args)
+        seen.append(args[2])
+        if len(seen) == chunks:
+            raise _Cut
+
+    monkeypatch.setattr(timed, "_save_partial", save_then_cut)
+    return seen
+
+
+def test_a_cut_run_resumes_from_its_checkpoint_with_the_same_steps(monkeypatch, tmp_path):
+    monkeypatch.delenv("ICLGD_RUN_CACHE", raising=False)
+    ref, _ = _run()
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    seen = _cut_after(monkeypatch, 2)
+    with pytest.raises(_Cut):
+        _run(store="H1")
+    assert seen == [5, 10]
+    assert len(list(tmp_path.glob("H1-*.partial.npz"))) == 1 and not list(tmp_path.glob("*.tmp"))
+
+    seen = _cut_after(monkeypatch, 99)  # the resumed run checkpoints at 15 only, then finishes
+    res, rate = _run(store="H1")
+    assert seen == [15] and rate > 0
+    np.testing.assert_array_equal(res.losses, ref.losses)  # steps 0-9 saved, 10-19 resumed
+    np.testing.assert_array_equal(res.history.steps, ref.history.steps)
+    np.testing.assert_array_equal(res.history.metrics["held_out"], ref.history.metrics["held_out"])
+    for a, b in zip(jax.tree_util.tree_leaves(res.params), jax.tree_util.tree_leaves(ref.params)):
+        np.testing.assert_array_equal(a, b)  # Adam's state came back too, not a fresh one
+    assert res.history.params is None
+    assert res.message == "completed 20 steps (resumed from a checkpoint at step 10)"
+    assert not list(tmp_path.glob("*.partial.npz"))  # the finished run replaces its checkpoint
+    monkeypatch.setattr("iclgd.training.timed.train", _no_training)
+    again, _ = _run(store="H1")
+    np.testing.assert_array_equal(again.losses, ref.losses)
+    assert "(resumed from a checkpoint at step 10) (loaded from ICLGD_RUN_CACHE" in again.message
+
+
+def test_a_run_cut_twice_names_both_checkpoints(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    _cut_after(monkeypatch, 1)
+    with pytest.raises(_Cut):
+        _run(store="H1")
+    _cut_after(monkeypatch, 1)
+    with pytest.raises(_Cut):
+        _run(store="H1")
+    monkeypatch.setattr("iclgd.training.timed._CHECKPOINT_S", 1e9)
+    res, _ = _run(store="H1")
+    monkeypatch.delenv("ICLGD_RUN_CACHE")
+    ref, _ = _run()
+    np.testing.assert_array_equal(res.losses, ref.losses)
+    assert res.message == "completed 20 steps (resumed from checkpoints at steps 5, 10)"
+
+
+def test_a_checkpoint_from_another_device_is_not_resumed(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLGD_RUN_CACHE", str(tmp_path))
+    _cut_after(monkeypatch, 1)
+    with pytest.raises(_Cut):
+        _run(store="H1")
+    monkeypatch.setattr("iclgd.training.timed._CHECKPOINT_S", 1e9)
+    monkeypatch.setattr("iclgd.training.timed._device", lambda: "another GPU")
+    with pytest.warns(UserWarning, match="not on another GPU: the run starts again"):
+        res, _ = _run(store="H1")
+    assert res.message == "completed 20 steps"
+
+
+def test_a_checkpoint_of_other_shapes_is_refused():
+    import functools
+
+    from iclgd.training.timed import _restore
+
+    def resume(*saved):
+        return functools.partial(_restore, saved)
+
+    with pytest.raises(ValueError, match="not a chunk boundary"):
+        train.train(
+            LOSS, INIT, jax.random.key(1), steps=20, chunk=5, _resume=resume(7, [], [], 0, [])
+        )
+    leaves = jax.tree_util.tree_leaves(INIT)
+    with pytest.raises(ValueError, match="does not match this run's shapes"):
+        train.train(
+            LOSS,
+            INIT,
+            jax.random.key(1),
+            steps=20,
+            chunk=5,
+            _resume=resume(5, leaves[:1], [], 0, []),
+        )

@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
@@ -261,22 +262,39 @@ def _history(records: list, metrics, axis: int) -> History | None:
 
 
 def _run(
-    fn, params, state, key, bad, conv, args, bar, lr, steps, chunk, every, recording, has_aux, stop
+    fn,
+    params,
+    state,
+    key,
+    bad,
+    conv,
+    args,
+    bar,
+    lr,
+    steps,
+    chunk,
+    every,
+    recording,
+    has_aux,
+    stop,
+    done=0,
+    on_chunk=None,
 ):
-    """The training loop: run the jitted chunk ``fn`` from step 0 to ``steps``.
+    """The training loop: run the jitted chunk ``fn`` from step ``done`` (default 0) to ``steps``.
 
     ``fn`` runs one seed, or all seeds vmapped (a leading seed axis on what it returns). ``stop``
     (one seed, :func:`train`): stop at the first non-finite step; otherwise the steps after a
     seed's divergence are no-ops and record NaN losses. ``conv`` (``gtol``: see :func:`_runner`,
     else ``None``): once every seed has converged (or diverged), the remaining chunks are not run;
     their losses, aux and records repeat those of the converged step, as the no-op steps would.
+    ``on_chunk(done, params, state, bad, conv, losses, records)``: after each chunk but the last.
 
     Returns:
         ``(params, bad, [losses (..., n)], [aux], [(steps, params, metrics) records],
         stopped_at, conv)``.
     """
     losses, auxes, records = [], [], []
-    done, stopped_at = 0, None
+    stopped_at = None
     while done < steps:
         params, state, bad, conv, ls, aux, rec = fn(
             params, state, key, bad, conv, jnp.asarray(done), jnp.asarray(steps), lr, args
@@ -301,6 +319,8 @@ def _run(
         if stopped_at is not None:
             break
         done += n
+        if on_chunk is not None and done < steps:
+            on_chunk(done, params, state, bad, conv, losses, records)
         if conv is not None and done < steps and np.all((np.asarray(conv[0]) >= 0) | bad):
             _fill(losses, auxes, records, conv, bad, done, steps, every, axis, has_aux, recording)
             if bar is not None:
@@ -355,6 +375,8 @@ def train(
     gtol: float | None = None,
     progress: bool | None = None,
     desc: str = "train",
+    _resume: tuple | None = None,
+    _on_chunk: Callable | None = None,
 ) -> TrainResult:
     """Minimise ``loss_fn(params, key, *args)`` with an optax optimiser.
 
@@ -385,6 +407,8 @@ def train(
             run every step.
         progress: show a tqdm bar on stderr; default: when ``steps >= 2000``.
         desc: label of the progress bar.
+        _resume, _on_chunk: private, for :func:`~iclgd.training.timed_train`'s checkpoints:
+            resume at a chunk's end (the result holds the steps from there on); a chunk hook.
 
     Returns:
         A :class:`TrainResult`. A non-finite loss, gradient or parameter stops the run; ``diverged``
@@ -408,10 +432,14 @@ def train(
     run = _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, met, gtol)
     state = _strong(opt.init(params))
     conv = _conv0(loss_fn, params, key, args, has_aux, gtol)
-    records = [_record0(params, metrics, seeds=False)] if recording else []
-    bar = _progress(progress, steps, desc)
-    group = (run, params, state, key, jnp.array(False), conv, args)
-    loop = (lr, steps, chunk, every, recording, has_aux, True)
+    done, bad = 0, jnp.array(False)
+    if _resume is not None:
+        done, params, state, bad, conv = _resume(params, state, conv, steps, chunk)
+    records = [_record0(params, metrics, seeds=False)] if recording and not done else []
+    bar = _progress(progress, steps - done, desc)
+    hook = None if _on_chunk is None else functools.partial(_on_chunk, records)
+    group = (run, params, state, key, bad, conv, args)
+    loop = (lr, steps, chunk, every, recording, has_aux, True, done, hook)
     params, _, losses, auxes, recs, stopped_at, conv = _drive([group], bar, *loop)[0]
     conv_at = None if conv is None else int(conv[0])
     history = _history(records + recs, metrics, 0)

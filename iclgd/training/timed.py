@@ -18,6 +18,15 @@ modules of :mod:`iclgd.training`), the matrix-product precision and the version 
 only trains again. Without the variable
 (the default, and every ci run) nothing is read or written.
 
+A run in progress is checkpointed too, every 30 s of training (at the end of a chunk): its
+parameters, the optimiser's state, the losses and records so far and the seconds spent, in
+``NAME-FINGERPRINT.partial.npz``. A later call finds it, compiles, and goes on from that step
+(step ``i`` draws its data from ``fold_in(key, i)``, so the steps are those of an uncut run); the
+finished run replaces the checkpoint, its message adds "resumed from a checkpoint at step N", its
+rate is the steps over the seconds of every part, and its history keeps no parameters. A
+checkpoint made on another device is not resumed (a warning says so): the rate must be one
+device's.
+
 Example::
 
     res, rate = iclgd.training.timed_train(
@@ -34,9 +43,11 @@ import json
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import checks as v
@@ -49,6 +60,7 @@ __all__ = ["timed_train"]
 #: optimiser) enter the fingerprint by their name only.
 _STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _FORMAT = 2
+_CHECKPOINT_S = 30.0  # seconds of training between checkpoints of a stored run in progress
 
 
 def timed_train(
@@ -76,7 +88,8 @@ def timed_train(
             the same name and fingerprint is returned instead of training (module docstring). The
             saved run keeps the losses, the history's steps and metrics (a dict of arrays, or
             ``None``), ``diverged``, ``stopped_at``, ``converged_at``, the message and the rate;
-            not the parameters: ``params`` and ``history.params`` of a loaded run are ``None``.
+            not the parameters: ``params`` and ``history.params`` of a loaded run are ``None``
+            (and ``history.params`` of a run resumed from a checkpoint).
         **options: any other keyword of :func:`~iclgd.training.train`.
 
     Returns:
@@ -116,14 +129,140 @@ def timed_train(
             path = folder / f"{store}-{fingerprint}.npz"
             if path.exists():
                 return _load(path)
+    partial = None if path is None else path.with_name(path.stem + ".partial.npz")
+    prior = None if partial is None else _load_partial(partial)
     train(loss_fn, params, jax.random.fold_in(key, 1), steps=warmup, **options)  # compiles
-    t0 = time.perf_counter()
-    result = train(loss_fn, params, key, steps=steps, **options)
+    spent = 0.0 if prior is None else prior["elapsed"]
+    t0 = last = time.perf_counter()
+
+    def checkpoint(first, done, p, state, bad, conv, losses, records):
+        nonlocal last
+        now = time.perf_counter()
+        if now - last >= _CHECKPOINT_S:
+            _save_partial(
+                partial,
+                prior,
+                done,
+                spent + now - t0,
+                (p, state, bad, conv),
+                losses,
+                first + records,
+            )
+            last = time.perf_counter()
+
+    resume = None if prior is None else functools.partial(_restore, prior["resume"])
+    hook = None if partial is None else checkpoint
+    result = train(loss_fn, params, key, steps=steps, _resume=resume, _on_chunk=hook, **options)
     jax.block_until_ready(result.params)
-    rate = steps / (time.perf_counter() - t0)
+    rate = steps / (spent + time.perf_counter() - t0)
+    if prior is not None:
+        result = _joined(prior, result)
     if path is not None:
         _save(path, result, rate)
+        partial.unlink(missing_ok=True)
     return result, rate
+
+
+def _restore(resume: tuple, params, opt_state, conv, steps: int, chunk: int):
+    """``(done, params, opt_state, bad, conv)`` from a checkpoint's ``resume = (done, params,
+    opt_state, bad, conv)`` (lists of leaves), shaped and typed as the fresh run's ``params``,
+    ``opt_state`` and ``conv`` (``train``'s ``_resume``, with ``functools.partial``)."""
+    done, p_leaves, s_leaves, bad, c_leaves = resume
+    done = int(done)
+    if not (0 < done < steps and done % chunk == 0):
+        raise ValueError(f"_resume: step {done} is not a chunk boundary inside the run")
+    out = []
+    for template, got in zip((params, opt_state, conv), (p_leaves, s_leaves, c_leaves)):
+        ref, treedef = jax.tree_util.tree_flatten(template)
+        if len(ref) != len(got) or any(np.shape(a) != np.shape(b) for a, b in zip(ref, got)):
+            raise ValueError("_resume: the saved state does not match this run's shapes")
+        out.append(treedef.unflatten([jnp.asarray(b, dtype=a.dtype) for a, b in zip(ref, got)]))
+    return done, out[0], out[1], jnp.asarray(bad, dtype=bool), out[2]
+
+
+def _save_partial(path, prior, done, elapsed, state, losses, records) -> None:
+    """Checkpoint a run in progress at step ``done`` (atomically): its parameters, optimiser
+    state, ``bad`` and ``conv`` as leaves, the losses and history records so far (after those of
+    ``prior``, the checkpoint it resumed from, if any; the records' parameters are not kept), the
+    seconds of timed training so far and the device."""
+    p, opt_state, bad, conv = state
+    head = [] if prior is None else [prior["losses"]]
+    steps = [] if prior is None else [prior["steps"]]
+    steps += [np.asarray(r[0]) for r in records]
+    arrays = {
+        "losses": np.concatenate(head + [np.asarray(x) for x in losses]),
+        "steps": np.concatenate(steps) if steps else np.zeros(0, int),
+        "bad": np.asarray(bad),
+    }
+    names = None
+    if records and records[0][2] is not None:
+        names = sorted(records[0][2])
+    elif prior is not None:
+        names = prior["metric_names"]
+    for k in names or ():
+        old = [] if prior is None else [prior["metrics"][k]]
+        arrays[f"metric_{k}"] = np.concatenate(old + [np.asarray(r[2][k]) for r in records])
+    for tag, tree in (("p", p), ("s", opt_state), ("c", conv)):
+        leaves = jax.tree_util.tree_leaves(tree)
+        arrays.update({f"{tag}{i}": np.asarray(x) for i, x in enumerate(leaves)})
+        arrays[f"n_{tag}"] = np.array(len(leaves))
+    meta = {"format": _FORMAT, "done": int(done), "elapsed": float(elapsed), "device": _device()}
+    meta["metrics"] = names
+    meta["resumed_at"] = [] if prior is None else prior["resumed_at"]
+    arrays["meta"] = np.array(json.dumps(meta))
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(tmp, path)
+
+
+def _load_partial(path: Path) -> dict | None:
+    """The checkpoint at ``path`` (see :func:`_save_partial`), or ``None`` if there is none or it
+    was made on another device (its steps per second would not be this device's)."""
+    if not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"{path}: a checkpoint of another format ({meta.get('format')})")
+        if meta["device"] != _device():
+            warnings.warn(
+                f"{path.name}: checkpoint made on {meta['device']}, not on {_device()}: the run "
+                "starts again (its steps per second must be one device's)",
+                stacklevel=3,
+            )
+            return None
+        leaves = {t: [z[f"{t}{i}"] for i in range(int(z[f"n_{t}"]))] for t in "psc"}
+        names = meta["metrics"]
+        return {
+            "resume": (meta["done"], leaves["p"], leaves["s"], z["bad"], leaves["c"]),
+            "losses": z["losses"],
+            "steps": z["steps"],
+            "metrics": None if names is None else {k: z[f"metric_{k}"] for k in names},
+            "metric_names": names,
+            "elapsed": meta["elapsed"],
+            "resumed_at": meta["resumed_at"] + [meta["done"]],
+        }
+
+
+def _joined(prior: dict, result: TrainResult) -> TrainResult:
+    """``result`` of a run resumed from the checkpoint ``prior``, with the checkpoint's losses and
+    records ahead of its own (the records' parameters are ``None``: the checkpoint keeps none)."""
+    losses = np.concatenate([prior["losses"], np.asarray(result.losses)])
+    history = result.history
+    if history is not None:
+        metrics = None
+        if history.metrics is not None:
+            metrics = {
+                k: np.concatenate([prior["metrics"][k], np.asarray(history.metrics[k])])
+                for k in history.metrics
+            }
+        history = History(np.concatenate([prior["steps"], history.steps]), None, metrics)
+    at = prior["resumed_at"]
+    where = f"a checkpoint at step {at[0]}" if len(at) == 1 else "checkpoints at steps "
+    where += "" if len(at) == 1 else ", ".join(str(s) for s in at)
+    message = f"{result.message} (resumed from {where})"
+    return result._replace(losses=losses, history=history, message=message)
 
 
 def _digest(h, x) -> None:
