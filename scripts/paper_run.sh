@@ -81,9 +81,14 @@ if [ -z "$commit" ]; then
 fi
 dirty=null
 if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
-    # (saved training runs aside: scripts/run_cache/ may hold a cut call's runs, not yet committed)
-    [ -z "$(git -C "$root" status --porcelain -- iclgd book scripts pyproject.toml \
-        ':!scripts/run_cache')" ] && dirty=false || dirty=true
+    # (saved training runs aside: scripts/run_cache/ may hold a cut call's runs, not yet committed;
+    # file modes aside: on 2026-11-27 a tree committed and clean here read as dirty on the GPU
+    # machine, and a copy that loses the executable bits reads so. What git saw is kept in the
+    # archive, git_status.txt.)
+    changes=$(git -C "$root" -c core.fileMode=false status --porcelain -- iclgd book scripts \
+        pyproject.toml ':!scripts/run_cache')
+    [ -z "$changes" ] && dirty=false || dirty=true
+    printf '%s\n' "$changes" >"$logs/git_status.txt"
 fi
 # Training runs a deadline could cut (iclgd.training.timed_train with store=: Part II deep's seven
 # H) are saved in the scratch folder's run_cache/, started from scripts/run_cache/ (earlier calls'
@@ -194,6 +199,7 @@ EOF
 python3 scripts/paper_run_plan.py summary --work "$work" --logs "$logs" --meta "$logs/meta.json" \
     >"$stage/run.json" || exit 1
 cp "$logs"/*.log "$logs"/*.time "$logs/device.txt" "$logs/lanes.txt" "$stage"/
+[ -f "$logs/git_status.txt" ] && cp "$logs/git_status.txt" "$stage"/
 tr ' ' '\n' <"$logs/lanes.txt" | grep . | while IFS= read -r nb; do
     mkdir -p "$stage/$(dirname "$nb")" && cp "$work/$nb" "$stage/$nb"
 done
