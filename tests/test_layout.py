@@ -78,6 +78,7 @@ SECTIONS = [
 CROSS_CUTTING = {
     "bad_input": "every public function against bad input",
     "book_html": "the browser check of the built book",
+    "deep_record": "Part II deep's paper-scale verdicts, on the runs its record was made from",
     "errata": "scripts/make_errata.py and the claims tables",
     "float32": "the chapters' default float32 paths, across modules",
     "layout": "this file",
