@@ -108,3 +108,16 @@ def test_fig2b_falls_but_has_not_reached_the_one_layer_optimum(deep):
     assert windows[-1] > float(glue["p2d_Lstar"])  # ... stays above L* ...
     assert windows[-1] < windows[-5]  # ... and is still falling at the end
     assert run["ood"][-1] > (4 + 20) * run["in"][-1]  # more than any linear predictor (m = 20)
+
+
+def test_the_trainer_is_the_one_the_saved_runs_were_made_with():
+    from iclgd.training.timed import _source_digest
+
+    made = json.loads((RUNS / "manifest.json").read_text(encoding="utf8"))
+    assert _source_digest() == made["trainer_source"], (
+        "iclgd/training/*.py changed since Part II deep's GPU runs were saved "
+        f"(scripts/run_cache/, made at {made['commit']}): their fingerprints no longer match, so a "
+        "GPU session would train the chapter again (about 10 minutes, two calls) instead of "
+        "loading them (about 2). If that is meant, say so in CONTRIBUTING.md and update "
+        "scripts/run_cache/manifest.json"
+    )
