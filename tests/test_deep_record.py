@@ -83,16 +83,34 @@ def test_fig5_fewer_heads_train_faster_in_time_and_one_head_ends_lowest(deep):
     hs = list(rate)
     assert all(rate[a] > rate[b] for a, b in zip(hs, hs[1:]))  # (i): more heads, fewer steps
     assert all(at_time[a] < at_time[b] for a, b in zip(hs, hs[1:]))  # equal time: rises with H
-    assert min(fin, key=fin.get) == 1  # equal steps: one head lowest, so not H = 4 (Fig. 5(a))
-    assert fin[4] > 1.1 * fin[1]  # by 10 %: the seven curves' first records lie within 1 %
+    assert min(fin, key=fin.get) == 1  # equal steps: one head ends lowest, not H = 4 (Fig. 5(a))
+    assert fin[4] > 1.1 * fin[1]  # by 10 % (one seed per H: the text does not rank them firmly)
+    assert at_time[4] > 1.5 * at_time[1]  # equal time, the paper's budget: by a wide margin
+
+
+def test_fig5_one_head_crossed_four_heads_early(deep):
+    # the text: one head's curve lay above four heads' for a stretch early in the run, so the
+    # per-step order rests on one seed
+    curve = deep["curve"]
+    third = len(curve[1]) // 3
+    assert np.any(curve[1][:third] > curve[4][:third] + 0.1)
+
+
+def test_every_h_learns(deep):
+    # every H ends below 60 % of the copy baseline's loss (not evidence of depth: the text)
+    assert max(deep["fin"].values()) < 0.6 * float(deep["glue"]["p2d_copy"])
 
 
 def test_fig5_ii_is_inconclusive_in_this_run(deep):
     curve, fin = deep["curve"], deep["fin"]
     assert all(fin[h] > max(fin[s] for s in (1, 2, 4, 8)) for h in (32, 64))  # above small H
     assert all(fin[h] < fin[16] for h in (32, 64))  # but below H = 16 at the end
-    half = len(curve[4]) // 2
-    assert all(np.any(curve[h][:half] < curve[4][:half]) for h in (32, 64))  # and early below 4
+    n = len(curve[4])
+    for h in (32, 64):  # below H = 4 for about the first third of the run, above after it
+        below = np.flatnonzero(curve[h] < curve[4])
+        assert 0.25 * n < below.max() + 1 < 0.45 * n, (h, below)
+        assert np.all(curve[h][below.max() + 1 :] > curve[4][below.max() + 1 :])
+    assert np.all(curve[64][: int(0.25 * n)] < curve[4][: int(0.25 * n)])  # H = 64 from the start
 
 
 def test_depth_replaces_heads(deep):
