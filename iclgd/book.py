@@ -1,4 +1,5 @@
-"""What a chapter needs of the book itself: :func:`glue`, and :func:`fmt` for the text it glues.
+"""What a chapter needs of the book itself: :func:`glue`, and :func:`fmt` and :func:`bound` for the
+text it glues.
 
 Every chapter imports its glue from here (``from iclgd.book import glue``), never from ``myst_nb``
 directly: in the book's own kernel (Jupyter Book, nbval) the value goes to myst-nb, which pastes it
@@ -15,7 +16,9 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["glue", "fmt", "GLUED"]
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+__all__ = ["glue", "fmt", "bound", "GLUED"]
 
 GLUED: dict[str, object] = {}
 """Every value glued in this process, by name (the last one wins)."""
@@ -63,3 +66,46 @@ def fmt(x, spec: str) -> str:
     if text.startswith("-") and not any(ch in "123456789" for ch in mantissa):
         text = text[1:]
     return text
+
+
+def bound(x, digits: int, side: str) -> str:
+    """``x`` with ``digits`` decimals, rounded outward so that the text stays a bound.
+
+    A largest excess printed as "within 0.4 %" is false when the excess is 0.44 %: an upper bound
+    ("at most", "within", "≤") is rounded up, a lower bound ("at least", "≥") down. The decimal
+    expansion of the float is rounded, not the float times ``10**digits``, so a value that prints
+    as ``0.14`` stays ``0.14``.
+
+    >>> bound(0.1401, 2, "upper"), bound(0.14, 2, "upper"), bound(0.7849, 2, "lower")
+    ('0.15', '0.14', '0.78')
+    >>> bound(13.0, 0, "upper"), bound(-0.001, 2, "upper")
+    ('13', '0.00')
+
+    Args:
+        x: a finite real number.
+        digits: decimals to print, an int ``>= 0``.
+        side: ``"upper"`` (round up) or ``"lower"`` (round down).
+
+    Raises:
+        TypeError: ``digits`` is not an int.
+        ValueError: ``x`` is not finite, ``digits < 0``, or ``side`` is neither of the two.
+    """
+    if isinstance(digits, bool) or not isinstance(digits, int):
+        raise TypeError(f"digits must be an int, got {type(digits).__name__}")
+    if digits < 0:
+        raise ValueError(f"digits must be >= 0, got {digits}")
+    if side not in ("upper", "lower"):
+        raise ValueError(f"side must be 'upper' or 'lower', got {side!r}")
+    try:
+        if isinstance(x, (str, bytes)):
+            raise TypeError
+        value = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"x must be a real number, got {type(x).__name__}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"x must be finite, got {value}")
+    rounding = ROUND_CEILING if side == "upper" else ROUND_FLOOR
+    out = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=rounding)
+    if out == 0:
+        out = abs(out)  # no "-0.00"
+    return f"{out:f}"

@@ -14,7 +14,7 @@ import pytest
 import sympy
 
 import iclgd
-from iclgd import baselines, config, exact, metrics, tasks
+from iclgd import baselines, book, config, exact, metrics, tasks
 from iclgd import checks as v
 from iclgd import training as train
 from iclgd.exact import wishart
@@ -776,6 +776,21 @@ ISSUE28 = [
         [], [], [], [], []), ValueError, "steps must not be empty"),
     ("plot.fig3_gap empty", lambda: iclgd.plot.representation.fig3_gap([], np.zeros((2, 0)), 2),
      ValueError, "must not be empty"),
+]  # fmt: skip
+
+NAN_INF += [
+    ("book.bound nan", lambda: book.bound(NAN, 2, "upper"), ValueError, "x must be finite"),
+    ("book.bound inf", lambda: book.bound(-INF, 2, "lower"), ValueError, "x must be finite"),
+]  # fmt: skip
+DTYPES += [
+    ("book.bound string", lambda: book.bound("0.1", 2, "upper"), TypeError,
+     "x must be a real number"),
+    ("book.bound digits float", lambda: book.bound(0.1, 2.0, "upper"), TypeError,
+     "digits must be an int"),
+    ("book.bound side", lambda: book.bound(0.1, 2, "up"), ValueError,
+     "side must be 'upper' or 'lower'"),
+    ("book.bound digits < 0", lambda: book.bound(0.1, -1, "upper"), ValueError,
+     "digits must be >= 0"),
 ]  # fmt: skip
 
 TABLES = {
