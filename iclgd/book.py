@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
+from .checks import ArgumentTypeError
+
 __all__ = ["glue", "fmt", "bound", "GLUED"]
 
 GLUED: dict[str, object] = {}
@@ -87,11 +89,11 @@ def bound(x, digits: int, side: str) -> str:
         side: ``"upper"`` (round up) or ``"lower"`` (round down).
 
     Raises:
-        TypeError: ``digits`` is not an int.
+        iclgd.checks.ArgumentTypeError: ``x`` is not a real number or ``digits`` not an int.
         ValueError: ``x`` is not finite, ``digits < 0``, or ``side`` is neither of the two.
     """
     if isinstance(digits, bool) or not isinstance(digits, int):
-        raise TypeError(f"digits must be an int, got {type(digits).__name__}")
+        raise ArgumentTypeError(f"digits must be an int, got {type(digits).__name__}")
     if digits < 0:
         raise ValueError(f"digits must be >= 0, got {digits}")
     if side not in ("upper", "lower"):
@@ -101,7 +103,7 @@ def bound(x, digits: int, side: str) -> str:
             raise TypeError
         value = float(x)
     except (TypeError, ValueError):
-        raise TypeError(f"x must be a real number, got {type(x).__name__}") from None
+        raise ArgumentTypeError(f"x must be a real number, got {type(x).__name__}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"x must be finite, got {value}")
     rounding = ROUND_CEILING if side == "upper" else ROUND_FLOOR

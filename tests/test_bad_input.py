@@ -651,6 +651,11 @@ SIZES += [
      "L must be at most 3"),
     ("gdpp_risk NaN a", lambda: exact.gdpp_risk(2, 10, 3, [np.nan, 0.1], None), ValueError,
      "a must"),
+    ("gdpp_gram_eigenvalues b short",
+     lambda: exact.gdpp_gram_eigenvalues([0.1, 0.1], [0.1], [1.0]), ValueError,
+     r"b must have shape \(2,\) like a"),
+    ("gdpp_gram_eigenvalues NaN lam",
+     lambda: exact.gdpp_gram_eigenvalues([0.1], [0.1], [NAN]), ValueError, f"lam {FINITE}"),
     ("gdpp_risk b short", lambda: exact.gdpp_risk(2, 10, 3, [0.1, 0.1], [0.1]), ValueError,
      "b must"),
     ("gdpp_risk dps = 10", lambda: exact.gdpp_risk(2, 10, 3, [0.1, 0.1], None, dps=10),
@@ -783,9 +788,9 @@ NAN_INF += [
     ("book.bound inf", lambda: book.bound(-INF, 2, "lower"), ValueError, "x must be finite"),
 ]  # fmt: skip
 DTYPES += [
-    ("book.bound string", lambda: book.bound("0.1", 2, "upper"), TypeError,
+    ("book.bound string", lambda: book.bound("0.1", 2, "upper"), ATE,
      "x must be a real number"),
-    ("book.bound digits float", lambda: book.bound(0.1, 2.0, "upper"), TypeError,
+    ("book.bound digits float", lambda: book.bound(0.1, 2.0, "upper"), ATE,
      "digits must be an int"),
     ("book.bound side", lambda: book.bound(0.1, 2, "up"), ValueError,
      "side must be 'upper' or 'lower'"),

@@ -138,3 +138,24 @@ def test_gdpp_gradient_on_S_and_z2_against():
     st = metrics.GradStats({"x": jnp.array([1.0, 2.0])}, {"x": jnp.array([1.0, 1.0])}, 2.5)
     assert st.z2_against({"x": jnp.zeros(2)}) == pytest.approx(2.5)
     assert st.z2_against({"x": jnp.array([1.0, 2.0])}) == 0.0
+
+
+def test_gdpp_gram_eigenvalues_are_those_of_each_layers_covariates():
+    # the covariates of layer l are F_l X_0 with F_{l+1} = (I + a_l b_l F_l^2 G) F_l (whitened):
+    # build the matrices and compare the eigenvalues of their Gram matrices
+    rng = np.random.default_rng(3)
+    d, n = 4, 7
+    X0 = rng.normal(size=(d, n))
+    G = X0 @ X0.T / n
+    a, b = np.array([-0.4, -1.3, -2.0]), np.array([0.6, 0.3, 0.0])
+    F, expect = np.eye(d), []
+    for al, bl in zip(a, b):
+        X = F @ X0
+        expect.append(np.linalg.eigvalsh(X @ X.T / n))
+        F = (np.eye(d) + al * bl * F @ F @ G) @ F
+    got = exact.gdpp_gram_eigenvalues(a, b, np.linalg.eigvalsh(G))  # (3, d)
+    for g, e in zip(got, expect):
+        assert np.allclose(np.sort(g), e, rtol=1e-10, atol=1e-12)
+    assert np.allclose(
+        exact.gdpp_gram_eigenvalues(a, np.zeros(3), np.linalg.eigvalsh(G)), np.linalg.eigvalsh(G)
+    )
