@@ -232,8 +232,10 @@ def render_overview() -> str:
     scales = sorted({r["execution"]["scale"] for r in runs})
     out.append(
         "\n*on ci only*: verdicts "
-        "that rest on the book's small test run alone (provisional: the paper-scale run is pending "
-        "or its record is stale). *time*: the sum of the "
+        "whose scale column is `ci`: they rest on the book's small test run alone (provisional, "
+        "until the paper-scale run is made; a paper-scale record made stale by a later change of "
+        "the chapter's code is flagged on the {doc}`status` page and on the chapter's page). "
+        "*time*: the sum of the "
         f"{tot_n + len(rest)} notebooks' last executions, one at a time, at "
         f"{', '.join(scales)} scale on "
         f"{runs[0]['execution']['cpu_count']} CPU cores (with whatever else ran then). "
