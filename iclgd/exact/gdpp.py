@@ -63,14 +63,9 @@ def gdpp_residual(a, b, lam) -> np.ndarray:
     Returns:
         ``(...)`` values ``q(lam)`` (float64).
     """
-    a = np.asarray(v.array("a", a, "L"), dtype=np.float64)
-    b = np.asarray(v.array("b", b, (a.shape[0],), what="like a"), dtype=np.float64)
-    lam = np.asarray(v.array("lam", lam), dtype=np.float64)
-    f, out = np.ones_like(lam), np.ones_like(lam)
-    for al, bl in zip(a, b, strict=True):
-        out = out * (1 + al * lam * f**2)
-        f = f * (1 + al * bl * lam * f**2)
-    return out
+    g = gdpp_gram_eigenvalues(a, b, lam)  # (L, ...): lam f_l(lam)^2, the arguments checked there
+    a = np.asarray(a, dtype=np.float64).reshape((-1,) + (1,) * (g.ndim - 1))
+    return np.prod(1 + a * g, axis=0)
 
 
 def gdpp_gram_eigenvalues(a, b, lam) -> np.ndarray:
@@ -88,7 +83,7 @@ def gdpp_gram_eigenvalues(a, b, lam) -> np.ndarray:
     f, out = np.ones_like(lam), []
     for al, bl in zip(a, b, strict=True):
         out.append(lam * f**2)
-        f = f * (1 + al * bl * lam * f**2)
+        f = f * (1 + al * bl * out[-1])  # f_{l+1} = f_l (1 + a_l b_l lam f_l^2)
     return np.stack(out)
 
 
