@@ -5,11 +5,14 @@
 * :func:`cosine` -- cosine similarity along the last axis.
 * :func:`input_gradient` and :func:`compare_predictors` -- do two predictors compute the same
   function? Xie et al. App. C.2 compares predictions and input gradients ``d f / d x_q``.
-* :func:`dist_to_identity` -- ``Dist(M, I)`` of Ahn et al. Sec. 5.3 (Figs. 1-4);
+* :func:`dist_to_identity` -- ``Dist(M, I)`` of Ahn et al. Sec. 5.3 (Figs. 1-4), and
+  :func:`whitened` -- the ``Sigma^{1/2} A Sigma^{1/2}`` it is applied to;
   :func:`gradient_stats` -- a sampled gradient and its standard error.
 * :func:`empirical_loss`, :func:`inference_loss` -- Yang et al.'s eq. 9 and Theorem 2 on a sample;
   :func:`inference_sets`, :func:`inference_metrics`, :func:`copy_prompt_gap` -- the inference loss
   of Fig. 2 on fixed test prompts, for any Part II model.
+* :func:`equal_budget` -- training runs compared at equal steps and at equal wall-clock time
+  (Yang et al.'s Fig. 5: a budget of 100 s).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "compare_predictors",
     "safe_scale",
     "dist_to_identity",
+    "whitened",
     "gdpp_sample_loss",
     "GradStats",
     "gradient_stats",
@@ -49,6 +53,8 @@ __all__ = [
     "inference_sets",
     "inference_metrics",
     "copy_prompt_gap",
+    "EqualBudget",
+    "equal_budget",
 ]
 
 
@@ -196,6 +202,50 @@ def dist_to_identity(M) -> jax.Array:
     alpha = jnp.trace(M, axis1=-2, axis2=-1) / d
     R = M - alpha[..., None, None] * jnp.eye(d, dtype=M.dtype)
     return jnp.linalg.norm(R, axis=(-2, -1)) / jnp.linalg.norm(M, axis=(-2, -1))
+
+
+def whitened(A, Sigma) -> np.ndarray:
+    """``Sigma^{1/2} A Sigma^{1/2}``: Ahn et al.'s weights, whitened (Sec. 5.3, Figs. 1-4).
+
+    Their optima on the set S are multiples of ``Sigma^{-1}`` (Theorems 3-5), so whitened they are
+    multiples of ``I``, which :func:`dist_to_identity` measures. ``Sigma^{1/2}`` is the symmetric
+    root from ``numpy.linalg.eigh``; the whole computation is float64 NumPy (no JAX), so it does
+    not depend on ``jax_enable_x64``.
+
+    Args:
+        A: ``(*batch, *extra, d, d)`` matrices, e.g. ``(seeds, records, L, d, d)``.
+        Sigma: ``(*batch, d, d)`` covariances, each symmetric positive definite; its leading axes
+            are the leading axes of ``A`` (one ``Sigma`` per seed, shared by the ``extra`` axes).
+
+    Returns:
+        ``(*batch, *extra, d, d)`` float64 array.
+
+    Example:
+        >>> import numpy as np
+        >>> from iclgd import metrics
+        >>> Sigma = np.diag([1.0, 4.0])
+        >>> metrics.whitened(2 * np.linalg.inv(Sigma), Sigma)  # a multiple of Sigma^{-1} -> of I
+        array([[2., 0.],
+               [0., 2.]])
+    """
+    S = np.asarray(v.array("Sigma", Sigma, "... d d"), np.float64)
+    d = S.shape[-1]
+    A = np.asarray(v.array("A", A, "... d d"), np.float64)
+    nb, ne = S.ndim - 2, A.ndim - S.ndim
+    if ne < 0 or A.shape[:nb] != S.shape[:nb] or A.shape[-1] != d:
+        raise ValueError(
+            f"A must have shape (*batch, *extra, {d}, {d}) with batch = Sigma's leading axes "
+            f"{S.shape[:nb]}, got shape {A.shape}"
+        )
+    if max(nb, ne) > 13:
+        raise ValueError(f"A and Sigma may have at most 13 batch and 13 extra axes, got {nb}, {ne}")
+    for idx in np.ndindex(*S.shape[:nb]):
+        name = "Sigma" + (f"[{', '.join(map(str, idx))}]" if nb else "")
+        v.spd_matrix(name, S[idx], d, dtype=np.float64)
+    ev, V = np.linalg.eigh(S)
+    root = V @ (np.sqrt(ev)[..., None] * np.swapaxes(V, -1, -2))  # (*batch, d, d)
+    b, e = "ABCDEFGHIJKLM"[:nb], "NOPQRSTUVWXYZ"[:ne]
+    return np.einsum(f"{b}ij,{b}{e}jk,{b}km->{b}{e}im", root, A, root)
 
 
 class GradStats(NamedTuple):
@@ -438,3 +488,77 @@ def copy_prompt_gap(sets: dict) -> dict[str, float]:
         t = np.asarray(s.target, np.float64)
         out[name] = float(np.mean(np.sum(t[:, N:] ** 2, axis=-1)) / t.shape[-1])
     return out
+
+
+class EqualBudget(NamedTuple):
+    """Runs compared at equal steps and at equal wall-clock time (:func:`equal_budget`).
+
+    Attributes:
+        budget_s: the budget ``B`` in seconds: the time the fastest run needs for ``steps`` steps.
+        cut: ``{key: int}``, the steps each run completes within ``B``:
+            ``int(steps * rate / max rate)``.
+        at_time: ``{key: float}``, the mean loss over the ``every`` steps before ``cut`` (the loss
+            at equal time).
+        curve: ``{key: (steps // every,) array}``, the mean loss of each window of ``every`` steps
+            within the first ``steps`` (equal steps).
+        final: ``{key: float}``, the last entry of ``curve`` (the loss at equal steps).
+    """
+
+    budget_s: float
+    cut: dict
+    at_time: dict
+    curve: dict
+    final: dict
+
+
+def equal_budget(losses: dict, rate: dict, steps: int, every: int) -> EqualBudget:
+    """Compare training runs at equal steps and at equal wall-clock time (Yang et al.'s Fig. 5).
+
+    A wall-clock budget is a property of the machine: with ``r`` steps per second, run ``k``
+    completes ``steps * r_k / max(r)`` steps in the time ``B`` the fastest run needs for
+    ``steps``. Each run must have trained at least ``steps`` steps.
+
+    Args:
+        losses: ``{key: (n_k,) array}``, the training loss at each step of each run, ``n_k >=
+            steps`` (e.g. ``{H: run.losses}``).
+        rate: ``{key: float}``, each run's steps per second (``> 0``), the same keys.
+        steps: the steps every run is compared at, a multiple of ``every``.
+        every: the window of the moving means (steps). The means are taken in the dtype of
+            ``losses`` (float32 for a float32 run), as the chapters glue them.
+
+    Returns:
+        :class:`EqualBudget`.
+
+    Example:
+        >>> import numpy as np
+        >>> from iclgd import metrics
+        >>> fast, slow = np.linspace(2, 1, 100), np.linspace(2, 0.5, 100)
+        >>> eq = metrics.equal_budget({1: fast, 8: slow}, {1: 20.0, 8: 5.0}, steps=100, every=10)
+        >>> eq.budget_s, eq.cut
+        (5.0, {1: 100, 8: 25})
+        >>> bool(eq.final[8] < eq.final[1]), bool(eq.at_time[8] > eq.at_time[1])
+        (True, True)
+    """
+    v.container("losses", losses, dict, "a dict {key: (n,) array of losses}")
+    v.container("rate", rate, dict, "a dict {key: steps per second}")
+    if not losses:
+        raise ValueError("losses must hold at least one run")
+    if set(rate) != set(losses):
+        raise ValueError(f"rate must have the keys of losses {list(losses)}, got {list(rate)}")
+    every = v.positive_int("every", every)
+    steps = v.positive_int("steps", steps)
+    if steps % every:
+        raise ValueError(f"steps must be a multiple of every = {every}, got {steps}")
+    r = {k: v.positive_float(f"rate[{k!r}]", rate[k]) for k in losses}
+    L = {k: np.asarray(v.array(f"losses[{k!r}]", x, "n")) for k, x in losses.items()}  # as given
+    for k, x in L.items():
+        if len(x) < steps:
+            raise ValueError(
+                f"losses[{k!r}] must hold at least steps = {steps} steps, got {len(x)}"
+            )
+    fastest = max(r.values())
+    cut = {k: int(steps * (r[k] / fastest)) for k in L}
+    at_time = {k: float(x[max(cut[k] - every, 0) : max(cut[k], 1)].mean()) for k, x in L.items()}
+    curve = {k: x[:steps].reshape(-1, every).mean(axis=1) for k, x in L.items()}
+    final = {k: float(c[-1]) for k, c in curve.items()}
+    return EqualBudget(steps / fastest, cut, at_time, curve, final)

@@ -93,6 +93,25 @@ def test_dist_to_identity():
         metrics.dist_to_identity(jnp.ones(3))
 
 
+def test_whitened_is_sigma_root_a_sigma_root():
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(3, 4, 4))
+    Sigma = M @ np.swapaxes(M, -1, -2) + np.eye(4)  # (seeds, d, d)
+    A = rng.normal(size=(3, 2, 5, 4, 4))  # (seeds, records, L, d, d)
+    out = metrics.whitened(A, Sigma)
+    assert out.shape == A.shape and out.dtype == np.float64
+    for s in range(3):
+        w, V = np.linalg.eigh(Sigma[s])
+        R = V @ np.diag(np.sqrt(w)) @ V.T
+        assert np.allclose(R @ R, Sigma[s], rtol=1e-12, atol=1e-12)  # the symmetric root
+        assert np.allclose(out[s, 1, 3], R @ A[s, 1, 3] @ R, rtol=1e-12, atol=1e-12)
+    # a multiple of Sigma^{-1} whitens to the same multiple of I: Dist = 0 (Theorem 3's optimum)
+    c = np.array([0.5, -2.0])[:, None, None]
+    inv = np.linalg.inv(Sigma)[:, None] * c  # (3, 2, 4, 4)
+    assert np.allclose(metrics.whitened(inv, Sigma), c * np.eye(4))
+    assert np.asarray(metrics.dist_to_identity(metrics.whitened(inv, Sigma))).max() < 1e-6
+
+
 def test_gradient_stats_noise_and_signal():
     x = jax.random.normal(jax.random.key(0), (4000, 3))
     loss = lambda p, xs: jnp.sum((xs - p["m"]) ** 2, axis=1)  # noqa: E731
