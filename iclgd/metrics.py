@@ -12,7 +12,7 @@
   :func:`inference_sets`, :func:`inference_metrics`, :func:`copy_prompt_gap` -- the inference loss
   of Fig. 2 on fixed test prompts, for any Part II model.
 * :func:`equal_budget` -- training runs compared at equal steps and at equal wall-clock time
-  (Yang et al.'s Fig. 5: a budget of 100 s).
+  (Yang et al.'s Fig. 5, whose budget was 100 s on the paper's machine).
 """
 
 from __future__ import annotations
@@ -495,12 +495,13 @@ class EqualBudget(NamedTuple):
 
     Attributes:
         budget_s: the budget ``B`` in seconds: the time the fastest run needs for ``steps`` steps.
-        cut: ``{key: int}``, the steps each run completes within ``B``:
-            ``int(steps * rate / max rate)``.
+        cut: ``{key: int}``, the whole steps each run completes within ``B``:
+            ``int(steps * rate / max rate)``, rounded down.
         at_time: ``{key: float}``, the mean loss over the ``every`` steps before ``cut`` (the loss
-            at equal time).
-        curve: ``{key: (steps // every,) array}``, the mean loss of each window of ``every`` steps
-            within the first ``steps`` (equal steps).
+            at equal time); over the first ``cut`` steps if ``0 < cut < every``, and the first
+            step's loss if ``cut == 0`` (the run completes no step within ``B``).
+        curve: ``{key: (steps // every,) array}``, the mean loss of each block of ``every``
+            consecutive steps within the first ``steps`` (equal steps).
         final: ``{key: float}``, the last entry of ``curve`` (the loss at equal steps).
     """
 
@@ -516,14 +517,16 @@ def equal_budget(losses: dict, rate: dict, steps: int, every: int) -> EqualBudge
 
     A wall-clock budget is a property of the machine: with ``r`` steps per second, run ``k``
     completes ``steps * r_k / max(r)`` steps in the time ``B`` the fastest run needs for
-    ``steps``. Each run must have trained at least ``steps`` steps.
+    ``steps`` (the paper's budget was 100 s on its machine; here ``B`` follows from ``steps``).
+    Each run must have trained at least ``steps`` steps; only those are read (and checked to be
+    finite).
 
     Args:
         losses: ``{key: (n_k,) array}``, the training loss at each step of each run, ``n_k >=
             steps`` (e.g. ``{H: run.losses}``).
         rate: ``{key: float}``, each run's steps per second (``> 0``), the same keys.
         steps: the steps every run is compared at, a multiple of ``every``.
-        every: the window of the moving means (steps). The means are taken in the dtype of
+        every: the block of steps each mean is taken over. The means are taken in the dtype of
             ``losses`` (float32 for a float32 run), as the chapters glue them.
 
     Returns:
@@ -550,15 +553,17 @@ def equal_budget(losses: dict, rate: dict, steps: int, every: int) -> EqualBudge
     if steps % every:
         raise ValueError(f"steps must be a multiple of every = {every}, got {steps}")
     r = {k: v.positive_float(f"rate[{k!r}]", rate[k]) for k in losses}
-    L = {k: np.asarray(v.array(f"losses[{k!r}]", x, "n")) for k, x in losses.items()}  # as given
-    for k, x in L.items():
+    L = {}  # the first `steps` losses of each run, in their dtype
+    for k, x in losses.items():
+        x = np.asarray(v.array(f"losses[{k!r}]", x, "n", finite=False))
         if len(x) < steps:
             raise ValueError(
                 f"losses[{k!r}] must hold at least steps = {steps} steps, got {len(x)}"
             )
+        L[k] = v.finite_array(f"losses[{k!r}]", x[:steps])
     fastest = max(r.values())
     cut = {k: int(steps * (r[k] / fastest)) for k in L}
     at_time = {k: float(x[max(cut[k] - every, 0) : max(cut[k], 1)].mean()) for k, x in L.items()}
-    curve = {k: x[:steps].reshape(-1, every).mean(axis=1) for k, x in L.items()}
+    curve = {k: x.reshape(-1, every).mean(axis=1) for k, x in L.items()}
     final = {k: float(c[-1]) for k, c in curve.items()}
     return EqualBudget(steps / fastest, cut, at_time, curve, final)

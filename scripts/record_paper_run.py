@@ -135,11 +135,39 @@ def _first_line(text: str, limit: int = 300) -> str:
 _ASSERT_LINE = re.compile(r"^\s*assert\b")
 
 
-def assert_statements(source: str) -> list[str]:
+def _scale_test(test: ast.expr, scale: str) -> bool | None:
+    """Whether the ``if`` test ``iclgd.scale() == "paper"`` (or ``!=``, either side, any scale
+    name) is true at ``scale``; ``None`` for any other test."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    if not isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        return None
+    sides = [test.left, test.comparators[0]]
+
+    def is_call(n) -> bool:
+        return (
+            isinstance(n, ast.Call)
+            and not n.args
+            and not n.keywords
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "scale"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "iclgd"
+        )
+
+    consts = [n.value for n in sides if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if len(consts) != 1 or not any(is_call(n) for n in sides):
+        return None
+    return (consts[0] == scale) == isinstance(test.ops[0], ast.Eq)
+
+
+def assert_statements(source: str, scale: str | None = None) -> list[str]:
     """The ``assert`` statements of one cell's source, each on one line, in source order.
 
-    A cell that does not parse as Python (an IPython magic) falls back to its lines that start
-    with ``assert``.
+    With ``scale`` (``"paper"``, ``"ci"``), a branch ``if iclgd.scale() == "paper": ... else: ...``
+    contributes only the asserts of the branch that runs at that scale, so that a record does not
+    count the other scale's asserts as held. A cell that does not parse as Python (an IPython
+    magic) falls back to its lines that start with ``assert``.
     """
     if not isinstance(source, str):
         raise TypeError(f"source must be a str, got {type(source).__name__}")
@@ -147,12 +175,23 @@ def assert_statements(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return [line.strip() for line in source.splitlines() if _ASSERT_LINE.match(line)]
-    nodes = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Assert)),
-        key=lambda n: (n.lineno, n.col_offset),
-    )
+    found: list[ast.Assert] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Assert):
+            found.append(node)
+            return
+        taken = _scale_test(node.test, scale) if scale and isinstance(node, ast.If) else None
+        if taken is not None:
+            for child in node.body if taken else node.orelse:
+                visit(child)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
     out = []
-    for node in nodes:
+    for node in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
         segment = ast.get_source_segment(source, node) or ""
         out.append(" ".join(line.strip() for line in segment.splitlines()))
     return out
@@ -170,6 +209,8 @@ def assert_results(nb: dict) -> list[dict[str, Any]]:
     """Pass/fail of every asserting code cell of an executed notebook.
 
     Cells are numbered as ``scripts/execute_notebooks.py`` numbers them: code cells only, from 1.
+    A cell's asserts are those of the branches that run at the notebook's recorded scale
+    (:func:`assert_statements` with ``metadata.iclgd.execution.scale``).
     Each entry is ``{"cell": i, "held": h, "asserts": [statement, ...], "error": e}``:
 
     * ``held`` ``True``, ``error`` ``None``: the cell ran to its end, so every assert held;
@@ -192,7 +233,7 @@ def assert_results(nb: dict) -> list[dict[str, Any]]:
     code = [c for c in nb["cells"] if c.get("cell_type") == "code"]
     out: list[dict[str, Any]] = []
     for i, cell in enumerate(code, start=1):
-        statements = assert_statements(_text(cell.get("source", "")))
+        statements = assert_statements(_text(cell.get("source", "")), execution.get("scale"))
         if not statements:
             continue
         expected = "raises-exception" in cell.get("metadata", {}).get("tags", [])

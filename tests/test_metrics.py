@@ -112,6 +112,25 @@ def test_whitened_is_sigma_root_a_sigma_root():
     assert np.asarray(metrics.dist_to_identity(metrics.whitened(inv, Sigma))).max() < 1e-6
 
 
+def test_equal_budget_by_hand():
+    x1 = np.arange(12, 0, -1).astype(np.float32)  # 12, 11, ..., 1: the fastest run
+    x2 = np.arange(20.0, 0.0, -1.0)  # 20 steps, longer than `steps`: only the first 12 are read
+    x3 = np.array([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0])  # integers
+    x2[15] = np.nan  # after `steps`: not read
+    eq = metrics.equal_budget(
+        {"a": x1, "b": x2, "c": x3, "d": x1, "e": x3}, dict(a=6.0, b=3.0, c=1.0, d=6.0, e=0.1),
+        steps=12, every=4,
+    )  # fmt: skip
+    assert eq.budget_s == 2.0  # 12 steps at 6 steps per second
+    assert eq.cut == {"a": 12, "b": 6, "c": 2, "d": 12, "e": 0}  # rate ties: both get 12
+    assert eq.at_time["a"] == np.mean([4, 3, 2, 1]) and eq.at_time["b"] == np.mean([18, 17, 16, 15])
+    assert eq.at_time["c"] == np.mean([9, 8])  # cut < every: the first cut steps
+    assert eq.at_time["e"] == 9.0  # cut = 0: the first step's loss
+    assert np.array_equal(eq.curve["b"], [18.5, 14.5, 10.5])  # blocks of 4 of the first 12 steps
+    assert eq.curve["a"].dtype == np.float32 and eq.curve["c"].dtype == np.float64
+    assert eq.final == {"a": 2.5, "b": 10.5, "c": 0.25, "d": 2.5, "e": 0.25}
+
+
 def test_gradient_stats_noise_and_signal():
     x = jax.random.normal(jax.random.key(0), (4000, 3))
     loss = lambda p, xs: jnp.sum((xs - p["m"]) ** 2, axis=1)  # noqa: E731

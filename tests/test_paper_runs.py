@@ -297,6 +297,36 @@ def test_assert_results_held_failed_not_run_and_other_errors():
         rpr.assert_statements(None)
 
 
+def test_assert_statements_keep_the_branch_of_the_recorded_scale():
+    src = (
+        "assert a\n"
+        'if iclgd.scale() == "paper":\n'
+        "    assert p1\n"
+        "    for h in hs:\n"
+        "        assert p2, h\n"
+        "else:\n"
+        "    assert c1\n"
+        'if "ci" != iclgd.scale():\n'
+        "    assert p3\n"
+        "if x == 'paper':\n"  # not a scale test: both branches count
+        "    assert q1\n"
+        "else:\n"
+        "    assert q2\n"
+    )
+    every = ["assert a", "assert p1", "assert p2, h", "assert c1", "assert p3", "assert q1"]
+    assert rpr.assert_statements(src) == every + ["assert q2"]  # no scale: every assert
+    assert rpr.assert_statements(src, "paper") == [
+        "assert a", "assert p1", "assert p2, h", "assert p3", "assert q1", "assert q2"
+    ]  # fmt: skip
+    assert rpr.assert_statements(src, "ci") == ["assert a", "assert c1", "assert q1", "assert q2"]
+    res = rpr.assert_results(_notebook([_code_cell(src)], {"scale": "paper"}))
+    assert res[0]["held"] is True and "assert c1" not in res[0]["asserts"]
+    assert (
+        "assert c1"
+        in rpr.assert_results(_notebook([_code_cell(src)], {"scale": "ci"}))[0]["asserts"]
+    )
+
+
 def _chapters(tmp_path):
     paths = {}
     for name, code in (("a", "assert 1"), ("b", "assert 2"), ("c", "assert 3"), ("d", "x = 4")):
