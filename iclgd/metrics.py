@@ -2,7 +2,8 @@
 
 * :func:`mse` -- the mean squared error over a batch (every loss in iclgd is built from it;
   Part II's losses carry the paper's factor 1/2 in front of it).
-* :func:`cosine` -- cosine similarity along the last axis.
+* :func:`cosine` -- cosine similarity along the last axis; :func:`max_rel_diff` -- the largest
+  difference from a reference, relative to the reference's largest entry.
 * :func:`input_gradient` and :func:`compare_predictors` -- do two predictors compute the same
   function? Xie et al. App. C.2 compares predictions and input gradients ``d f / d x_q``.
 * :func:`dist_to_identity` -- ``Dist(M, I)`` of Ahn et al. Sec. 5.3 (Figs. 1-4), and
@@ -38,6 +39,7 @@ from .tasks.representation import (
 __all__ = [
     "mse",
     "cosine",
+    "max_rel_diff",
     "input_gradient",
     "compare_predictors",
     "safe_scale",
@@ -120,6 +122,23 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 _PREDICT = "a function predict(tasks) -> (B,)"
+
+
+def max_rel_diff(a, b) -> float:
+    """``max |a - b| / max |b|``: how far ``a`` is from the reference ``b`` (shapes broadcast),
+    e.g. a model's predictions against a closed form's.
+
+    >>> max_rel_diff([1.0, 2.1], [1.0, 2.0])  # doctest: +ELLIPSIS
+    0.05...
+    """
+    a, b = v.array("a", a), v.array("b", b)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"a and b must broadcast, got shapes {a.shape} and {b.shape}") from None
+    if not v.is_tracer(b) and not np.any(np.asarray(b)):
+        raise ValueError("b must not be all zeros (the difference is relative to max |b|)")
+    return float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
 
 
 def input_gradient(predict: Callable, tasks) -> jax.Array:
