@@ -51,6 +51,7 @@ small pages with the directive.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -310,8 +311,15 @@ def paper_glue_role(
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     state = _freshness(env, chapter)
     title = f"paper scale: {describe(run)}" + ("; stale record" if state == "stale" else "")
+    # a value may hold inline TeX ("$B_0$ 0.11, ..."): render it as math, the rest as text
+    pieces = re.split(r"\$([^$]+)\$", value)
+    children = [
+        nodes.math(piece, piece) if i % 2 else nodes.Text(piece)
+        for i, piece in enumerate(pieces)
+        if piece
+    ]
     out: list[nodes.Node] = [
-        nodes.abbreviation(value, value, explanation=title, classes=["iclgd-paper-glue"])
+        nodes.abbreviation(value, "", *children, explanation=title, classes=["iclgd-paper-glue"])
     ]
     if state == "stale":
         out.append(nodes.emphasis(" (stale record)", " (stale record)"))
