@@ -753,3 +753,24 @@ def test_verify_names_each_wrong_missing_or_foreign_wheel(tmp_path):
     with pytest.raises(ValueError, match="not a wheel file name"):
         dw.wheel_name("foo-1.0.tar.gz")
     assert dw.wheel_name("Jupyter_Client-8.10.0-py3-none-any.whl") == ("jupyter-client", "8.10.0")
+
+
+def test_paper_glue_value_renders_inline_tex_as_math():
+    """``{paper-glue}``: a glued value's ``$...$`` pieces become math nodes, the rest text; a
+    value without TeX (or with a lone dollar) stays one text node."""
+    import importlib.util
+
+    from docutils import nodes
+
+    spec = importlib.util.spec_from_file_location(
+        "iclgd_paper_runs", REPO / "book" / "_ext" / "iclgd_paper_runs.py"
+    )
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    parts = ext.glue_children("$B_0$ 0.11, $A_1$ 0.19")
+    assert [type(p) for p in parts] == [nodes.math, nodes.Text, nodes.math, nodes.Text]
+    assert [p.astext() for p in parts] == ["B_0", " 0.11, ", "A_1", " 0.19"]
+    plain = ext.glue_children("0.136 (floor 0.1336)")
+    assert [type(p) for p in plain] == [nodes.Text] and plain[0].astext() == "0.136 (floor 0.1336)"
+    lone = ext.glue_children("costs $5")
+    assert [p.astext() for p in lone] == ["costs $5"] and isinstance(lone[0], nodes.Text)

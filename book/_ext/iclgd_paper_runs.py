@@ -274,6 +274,16 @@ class PaperRunTabs(SphinxTransform):
             section.insert(1, ci)
 
 
+def glue_children(value: str) -> list[nodes.Node]:
+    """The nodes of a glued value: inline TeX (``"$B_0$ 0.11, ..."``) as math, the rest as text."""
+    pieces = re.split(r"\$([^$]+)\$", value)
+    return [
+        nodes.math(piece, piece) if i % 2 else nodes.Text(piece)
+        for i, piece in enumerate(pieces)
+        if piece
+    ]
+
+
 def paper_glue_role(
     name: str,
     rawtext: str,
@@ -311,15 +321,10 @@ def paper_glue_role(
         return [inliner.problematic(rawtext, rawtext, msg)], [msg]
     state = _freshness(env, chapter)
     title = f"paper scale: {describe(run)}" + ("; stale record" if state == "stale" else "")
-    # a value may hold inline TeX ("$B_0$ 0.11, ..."): render it as math, the rest as text
-    pieces = re.split(r"\$([^$]+)\$", value)
-    children = [
-        nodes.math(piece, piece) if i % 2 else nodes.Text(piece)
-        for i, piece in enumerate(pieces)
-        if piece
-    ]
     out: list[nodes.Node] = [
-        nodes.abbreviation(value, "", *children, explanation=title, classes=["iclgd-paper-glue"])
+        nodes.abbreviation(
+            value, "", *glue_children(value), explanation=title, classes=["iclgd-paper-glue"]
+        )
     ]
     if state == "stale":
         out.append(nodes.emphasis(" (stale record)", " (stale record)"))
