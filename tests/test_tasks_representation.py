@@ -188,3 +188,17 @@ def test_training_prompts_bad_input(rep_spec):
         tasks.sample_training_prompts(key, rep_spec, jnp.zeros((2, 2), int))
     with pytest.raises(TypeError, match="key"):
         tasks.sample_training_prompts(0, rep_spec, jnp.array([0]))
+
+
+def test_spec_astype_keeps_the_draws_and_names_a_bad_dtype():
+    """``RepresentationSpec.astype`` rounds the same draws (a spec built anew under float32 draws
+    other tokens); a dtype that is not floating is a TypeError naming ``dtype``."""
+    spec = tasks.make_representation_spec(jax.random.PRNGKey(0), K=8, d=3, m=2, N=5, tau=0.01)
+    low = spec.astype(jnp.float32)
+    assert all(x.dtype == jnp.float32 for x in low)
+    assert low.N == spec.N and low.K == spec.K
+    for a, b in zip(low, spec):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b), rtol=1e-6, atol=1e-7)
+    for bad in (jnp.int32, "nope", bool):
+        with pytest.raises(TypeError, match="dtype"):
+            spec.astype(bad)

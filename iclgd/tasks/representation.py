@@ -121,6 +121,23 @@ class RepresentationSpec(NamedTuple):
         """``(m, K)`` all features ``Z_hat = (Z, Z^Q)`` (eq. 34)."""
         return jnp.concatenate([self.Z, self.ZQ], axis=1)
 
+    def astype(self, dtype) -> RepresentationSpec:
+        """The same spec with every field rounded to the floating ``dtype`` (the same draws:
+        building the spec again under another precision draws other tokens).
+
+        >>> import jax, jax.numpy as jnp
+        >>> spec = make_representation_spec(jax.random.PRNGKey(0), K=6, d=3, m=2, N=4, tau=0.01)
+        >>> spec.astype(jnp.float32).Z.dtype
+        dtype('float32')
+        """
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype must be a floating dtype, got {dtype!r}") from None
+        if not np.issubdtype(dt, np.floating):
+            raise TypeError(f"dtype must be a floating dtype, got {dt}")
+        return RepresentationSpec(*(jnp.asarray(x, dt) for x in self))
+
 
 class RepresentationBatch(NamedTuple):
     """A batch of prompts of one :class:`RepresentationSpec` (a pytree of arrays).
