@@ -8,16 +8,21 @@ parentheses. Once references are resolved (``doctree-resolved``), for HTML build
 * every table with a ``status`` or ``verdict ...`` column shows the verdict at the start of each
   of its cells as a coloured badge (``span.iclgd-badge.iclgd-badge-<verdict>``; style in
   ``book/_static/iclgd.css``), the note after it as it is written;
-* on a part's page, the *j*-th claim whose verdict is an erratum (corrected, not reproduced)
-  gets the id ``erratum-<part>-<j>``, and its badge links to the row of the same id on the
-  errata page (``book/errata``, generated from these tables in the same order); there, each
-  row's badge links back to its claim.
+* a root-cause tag at the end of a status (``[root: key]``, ``[from: key]``: the errata page
+  groups a root cause's rows by it) is dropped from the rendered text;
+* on a part's page, each claim that the errata page lists (an erratum verdict — corrected, not
+  reproduced —, a typo or slip, or a consequence of a root cause) gets the id
+  ``erratum-<part>-<h>`` (``h`` a short hash of the claim's text, so the errata page may order
+  its rows by root cause), and its badge links to the row of the same id on the errata page
+  (``book/errata``, generated from these tables); there, each row's badge links back to its
+  claim.
 
 Other builders (LaTeX) see the tables as written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -25,6 +30,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 VERDICT = re.compile(r"^(not reproduced|reproduced|corrected|inconclusive)\b")
+TAG = re.compile(r"\s*\[(root|from): p\d+-[a-z0-9-]+\]\s*$")  # scripts/make_errata.py
+MINOR = re.compile(r"^\s*\((typo|slip)\b")
 ERRATA = ("corrected", "not reproduced")
 ERRATA_DOC = "book/errata"
 PART_DOC = re.compile(r"^book/(part\d+)/index$")
@@ -50,7 +57,9 @@ def _body_rows(table: nodes.table) -> list[nodes.row]:
 
 
 def _badge(entry: nodes.entry) -> tuple[str, nodes.inline] | None:
-    """Turn the verdict that starts ``entry``'s text into a badge; return it and its verdict."""
+    """Turn the verdict that starts ``entry``'s text into a badge; return it and its kind: the
+    verdict, or ``"listed"`` for a claim the errata page lists although its verdict is not an
+    erratum (a typo or slip, a consequence of a root cause). A root-cause tag is dropped."""
     para = next(iter(entry.findall(nodes.paragraph)), None)
     if para is None or not para.children or not isinstance(para[0], nodes.Text):
         return None
@@ -59,6 +68,17 @@ def _badge(entry: nodes.entry) -> tuple[str, nodes.inline] | None:
     if not m:
         return None
     verdict = m.group(1)
+    last = para[len(para) - 1]
+    tagged = isinstance(last, nodes.Text) and TAG.search(str(last))
+    if tagged:
+        kept = TAG.sub("", str(last))
+        if last is para[0]:
+            text = kept
+        elif kept:
+            para.replace(last, nodes.Text(kept))
+        else:
+            para.remove(last)
+    listed = bool(MINOR.match(text[m.end() :])) or (tagged and tagged.group(1) == "from")
     badge = nodes.inline(
         verdict, verdict, classes=["iclgd-badge", f"iclgd-badge-{verdict.replace(' ', '-')}"]
     )
@@ -67,7 +87,14 @@ def _badge(entry: nodes.entry) -> tuple[str, nodes.inline] | None:
     if rest:
         para.insert(0, nodes.Text(rest))
     para.insert(0, badge)
-    return verdict, badge
+    return ("listed" if listed and verdict not in ERRATA else verdict), badge
+
+
+def _anchor(part: str, row: nodes.row) -> str:
+    """``erratum-<part>-<hash>``: the same on the part's page and on the errata page (the
+    claim's text, its ``↳`` mark of a consequence aside)."""
+    claim = " ".join(row.children[0].astext().split()).removeprefix("↳").strip()
+    return f"erratum-{part}-{hashlib.sha1(claim.encode()).hexdigest()[:8]}"
 
 
 def _link(badge: nodes.inline, refuri: str) -> None:
@@ -103,15 +130,13 @@ def add_badges(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             continue
         table["classes"].append("iclgd-claims")  # book/_static/iclgd.css: its verdict column
         part = part_page.group(1) if part_page else (_part_of(table) if errata_page else None)
-        j = 0
         for row in _body_rows(table):
             if col >= len(row.children):
                 continue
             found = _badge(row.children[col])
-            if found is None or part is None or found[0] not in ERRATA:
+            if found is None or part is None or found[0] not in (*ERRATA, "listed"):
                 continue
-            j += 1
-            anchor = f"erratum-{part}-{j}"
+            anchor = _anchor(part, row)
             row["ids"].append(anchor)
             target = ERRATA_DOC if part_page else f"book/{part}/index"
             uri = app.builder.get_relative_uri(docname, target) + "#" + anchor
