@@ -23,3 +23,37 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_collectstart(collector):
     if collector.fspath and collector.fspath.ext == ".ipynb":
         collector.skip_compare += ("stderr", "application/javascript", "text/html")
+
+
+#: The tests of the built book (the browser check and the PDF): skipped, not failed, where
+#: ``_build/html``, Chromium or the PDF is missing (``ICLGD_REQUIRE_BOOK=1`` makes that a failure).
+BOOK_CHECKS = ("tests/test_book_html.py", "tests/test_pdf.py")
+
+
+def book_check_skips(skipped) -> dict[str, int]:
+    """``{reason: count}`` of the skipped test reports that belong to :data:`BOOK_CHECKS`."""
+    out: dict[str, int] = {}
+    for report in skipped:
+        if not str(getattr(report, "nodeid", "")).startswith(BOOK_CHECKS):
+            continue
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        out[reason] = out.get(reason, 0) + 1
+    return out
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end of the run that the browser check did not run, and why: so that nobody
+    mistakes its skips for a pass."""
+    skips = book_check_skips(terminalreporter.stats.get("skipped", []))
+    if not skips:
+        return
+    terminalreporter.section("the browser check of the built book did NOT run", sep="!")
+    for reason, n in sorted(skips.items()):
+        terminalreporter.line(f"{n} skipped: {reason}")
+    terminalreporter.line(
+        "To run it: build the book (README command 1), `apt-get install -y chromium` (or set "
+        "$CHROMIUM to a Chromium binary), then run the tests again; ICLGD_REQUIRE_BOOK=1 turns "
+        "these skips into failures (CI sets it)."
+    )

@@ -13,10 +13,17 @@ carrying one of those would shadow the machine's own copy) and less myst-nb's Sp
 ``# not-carried:`` lines: a kernel imports ``myst_nb.glue`` only, which needs IPython, nbformat
 and docutils; Sphinx, Babel, SQLAlchemy, ... are imported by a book build alone).
 
+The lock is an artefact of the device run, made from this venv just before it: the default
+command first compares the lock with this environment (:func:`drift`) and rewrites it when they
+differ (a newer patch release that ``pip install`` took today), then downloads. The test suite
+checks only that the committed lock is internally consistent (:func:`problems`), never that it
+equals whatever the package index served today.
+
 Usage::
 
-    python scripts/device_wheels.py            # download into .whl/, verify every sha256
-    python scripts/device_wheels.py --check    # verify .whl/ only (no download)
+    python scripts/device_wheels.py            # relock if this venv differs, download into .whl/,
+                                               # verify every sha256 (before a device run)
+    python scripts/device_wheels.py --check    # verify .whl/ only (no download; paper_run.sh)
     python scripts/device_wheels.py --relock   # rewrite the lock from this environment
 
 Each wheel's sha256 is compared with the lock after the download (and pip is given the hashes,
@@ -215,6 +222,49 @@ def closure(roots: tuple[str, ...] = ROOTS, exclude: set[str] | frozenset = froz
     return dict(sorted(out.items()))
 
 
+def problems(lock: Lock) -> list[str]:
+    """What makes ``lock`` inconsistent in itself (empty: consistent): a root of :data:`ROOTS`
+    not pinned, a pin that is also on the device-has or not-carried list, a device-has list
+    without the machine's scientific stack (``jax``, ``numpy``, ``matplotlib``: a wheel of one
+    would shadow the machine's copy), ``docutils`` not pinned (``myst_nb.glue`` imports it), or
+    a version that is not a PEP 440 version. Nothing here depends on the package index."""
+    from packaging.version import InvalidVersion, Version
+
+    out = [f"{r}: a root, not pinned" for r in ROOTS if canonical(r) not in lock.pins]
+    out += [
+        f"{n}: pinned and also listed as device-has"
+        for n in sorted(set(lock.pins) & lock.device_has)
+    ]
+    out += [
+        f"{n}: pinned and also listed as not-carried"
+        for n in sorted(set(lock.pins) & lock.not_carried)
+    ]
+    out += [
+        f"{n}: not on the device-has list"
+        for n in ("jax", "numpy", "matplotlib")
+        if n not in lock.device_has
+    ]
+    out += [] if "docutils" in lock.pins else ["docutils: not pinned (myst_nb.glue imports it)"]
+    for name, (version, _) in sorted(lock.pins.items()):
+        try:
+            Version(version)
+        except InvalidVersion:
+            out.append(f"{name}=={version}: not a PEP 440 version")
+    return out
+
+
+def drift(lock: Path = LOCK, env: dict[str, str] | None = None) -> dict[str, tuple]:
+    """``{name: (locked version, this environment's version)}`` for every package whose version
+    differs between the lock and ``env`` (default: :func:`closure` of this environment less the
+    lock's device-has and not-carried lists); ``None`` for a package on one side only."""
+    old = read_lock(lock)
+    if env is None:
+        env = {n: v for n, v in closure(ROOTS, old.device_has).items() if n not in old.not_carried}
+    locked = {n: v for n, (v, _) in old.pins.items()}
+    names = sorted(set(locked) | set(env))
+    return {n: (locked.get(n), env.get(n)) for n in names if locked.get(n) != env.get(n)}
+
+
 def relock(lock: Path = LOCK) -> Path:
     """Rewrite ``lock`` from this environment: :func:`closure` less the lock's device-has list
     (not followed) and its not-carried list (left out after the closure, so that what they share
@@ -247,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems:
             print(p, file=sys.stderr)
         return 1 if problems else 0
+    if not a.relock:
+        changed = drift()
+        if changed:
+            for name, (locked, here) in changed.items():
+                print(f"{name}: the lock has {locked}, this venv {here}")
+            print(f"relocked {relock()}: commit it with the run")
     try:
         wheels = fetch(a.dest)
     except (RuntimeError, subprocess.CalledProcessError) as e:

@@ -68,6 +68,10 @@ work=$scratch/tree
 wheels="none: python3 has the kernels' stack"
 if ! python3 -c "import nbclient, nbformat, ipykernel, myst_nb" 2>/dev/null \
     && compgen -G "$root/.whl/*.whl" >/dev/null; then
+    # the carried wheels are the committed lock's, each sha256 as locked (relocked from the venv
+    # before the call: python scripts/device_wheels.py)
+    python3 "$root/scripts/device_wheels.py" --check --dest "$root/.whl" >"$logs/wheels.log" 2>&1 \
+        || { echo "the carried wheels differ from scripts/device_wheels.txt:" >&2; cat "$logs/wheels.log" >&2; exit 1; }
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$scratch/site" "$root"/.whl/*.whl >"$logs/pip.log" 2>&1 || { cat "$logs/pip.log"; exit 1; }
     export PYTHONPATH=$scratch/site

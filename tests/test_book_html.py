@@ -1112,3 +1112,25 @@ def test_long_table_formulas_are_cut_into_valid_pieces(tex):
         assert pieces == [tex]
     if len(tex) >= 2 * MIN_CHARS:
         assert len(pieces) > 1, pieces
+
+
+def test_skips_of_the_book_checks_are_summarised_with_their_reasons():
+    """The root conftest's end-of-run summary counts the browser check's skips by reason (and
+    no other test's skips), so that a run without Chromium never reads as a pass."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("root_conftest", REPO / "conftest.py")
+    root = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root)
+    no_chromium = "no Chromium found: `apt-get install -y chromium` (or set $CHROMIUM)"
+    reports = [
+        SimpleNamespace(nodeid="tests/test_book_html.py::test_a", longrepr=("f", 1, no_chromium)),
+        SimpleNamespace(
+            nodeid="tests/test_book_html.py::test_b", longrepr=("f", 2, "Skipped: " + no_chromium)
+        ),
+        SimpleNamespace(nodeid="tests/test_pdf.py::test_c", longrepr=("f", 3, "no PDF")),
+        SimpleNamespace(nodeid="tests/test_llm.py::test_d", longrepr=("f", 4, "no extra")),
+    ]
+    assert root.book_check_skips(reports) == {no_chromium: 2, "no PDF": 1}
+    assert root.book_check_skips(reports[3:]) == {}
