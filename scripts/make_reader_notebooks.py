@@ -10,8 +10,8 @@ run glued (``book/_generated/paper_runs.json``), so a reader sees the numbers th
 A figure's caption (the ``{figure-caption}`` block of ``book/_ext/iclgd_figures.py``) becomes a
 paragraph "**Figure.** ...", and a chapter's headline figure (the ``{paper-figure}`` block of
 ``book/_ext/iclgd_paper_runs.py``) a paragraph "**The figure below, at paper scale** (recorded on
-...)" with the recorded PNG attached to the cell (``attachment:``, which Jupyter and Colab show).
-Code cells and outputs are unchanged.
+...)" with the recorded PNG attached to the cell (``attachment:``, which Jupyter and Colab show),
+and a collapsed block (``{dropdown}``) HTML ``<details>``. Code cells and outputs are unchanged.
 
     python scripts/make_reader_notebooks.py                 # into _build/reader/ (same paths)
     python scripts/make_reader_notebooks.py --html _build/html
@@ -52,6 +52,29 @@ PAPER_FIGURE = re.compile(
     r"^(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
+
+
+#: A collapsed block (``{dropdown}``, sphinx-design's, in the book's ``:::`` or backtick fences):
+#: its fence, title, options (``:open:``, ``:class: ...``) and body.
+DROPDOWN = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{dropdown\}[ \t]*(?P<title>[^\n]*)\n"
+    r"(?P<options>(?:[ \t]*:[\w-]+:[^\n]*\n)*)(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def dropdowns_as_details(text: str) -> str:
+    """``text`` with each ``{dropdown}`` block written as HTML ``<details>`` (collapsed, its title
+    the ``<summary>``), which Jupyter and Colab render, with the markdown inside kept; nested
+    blocks too."""
+
+    def one(m: re.Match) -> str:
+        title = m.group("title").strip() or "Details"
+        state = " open" if ":open:" in m.group("options") else ""
+        body = dropdowns_as_details(m.group("body").strip("\n"))
+        return f"<details{state}><summary>{title}</summary>\n\n{body}\n\n</details>"
+
+    return DROPDOWN.sub(one, text)
 
 
 def captions_as_text(text: str) -> str:
@@ -196,7 +219,7 @@ def reader_notebook(
             continue
         text, miss = substitute("".join(cell["source"]), path.resolve(), values, paper)
         text, attachments, more = headline_figure(text, source, run)
-        text = captions_as_text(text)
+        text = dropdowns_as_details(captions_as_text(text))
         missing += miss + more
         cell["source"] = text.splitlines(keepends=True)
         if attachments:
