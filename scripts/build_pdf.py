@@ -663,6 +663,29 @@ def print_pdf(out: Path) -> dict:
     return {"pages": pages, "bytes": len(data), **page}
 
 
+#: The landing page's link to the PDF, as the HTML build writes it: hidden, because the build
+#: has no PDF; :func:`show_pdf_link` shows it once the PDF is in the site.
+PDF_LINK_HIDDEN = '<p class="iclgd-pdf-link" hidden>'
+
+
+def show_pdf_link(site: Path) -> Path:
+    """Show the landing page's link to ``iclgd.pdf`` in the built ``site`` (which must hold the
+    PDF): a site without the PDF never shows a link to it.
+
+    Raises:
+        FileNotFoundError: ``site`` has no ``iclgd.pdf``.
+        ValueError: the landing page has no hidden PDF link (book/intro.md changed).
+    """
+    if not (site / "iclgd.pdf").is_file():
+        raise FileNotFoundError(f"{site / 'iclgd.pdf'} does not exist: copy the PDF first")
+    page = site / "book" / "intro.html"
+    html = page.read_text(encoding="utf8")
+    if PDF_LINK_HIDDEN not in html:
+        raise ValueError(f"{page}: no hidden link to the PDF ({PDF_LINK_HIDDEN!r})")
+    page.write_text(html.replace(PDF_LINK_HIDDEN, '<p class="iclgd-pdf-link">'), encoding="utf8")
+    return page
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-build", action="store_true", help="reuse _build/singlehtml")
@@ -682,7 +705,8 @@ def main() -> None:
         if not (args.site / "index.html").is_file():
             sys.exit(f"{args.site} is not a built site (no index.html)")
         shutil.copyfile(args.out, args.site / "iclgd.pdf")
-        print(f"copied to {args.site / 'iclgd.pdf'}")
+        show_pdf_link(args.site)
+        print(f"copied to {args.site / 'iclgd.pdf'}; the landing page's link to it shown")
     print(f"PDF built in {time.perf_counter() - start:.0f} s")
 
 

@@ -84,12 +84,31 @@ def test_the_site_ships_the_pdf_that_the_landing_page_links():
     intro = (SITE / "book" / "intro.html").read_text(encoding="utf8")
     assert 'href="../iclgd.pdf"' in intro, "the landing page does not link iclgd.pdf"
     shipped = SITE / "iclgd.pdf"
+    build_pdf = _build_pdf()
     if not shipped.is_file():
+        assert build_pdf.PDF_LINK_HIDDEN in intro, "a site without the PDF shows a link to it"
         _unavailable(
             f"{shipped.relative_to(REPO)} does not exist: "
             "`python scripts/build_pdf.py --site _build/html`"
         )
     assert shipped.read_bytes() == data, "the site's iclgd.pdf is not the last one built"
+    assert build_pdf.PDF_LINK_HIDDEN not in intro, "the site ships the PDF but hides its link"
+
+
+def test_the_pdf_link_is_shown_only_in_a_site_that_has_the_pdf(tmp_path):
+    build_pdf = _build_pdf()
+    (tmp_path / "book").mkdir()
+    page = tmp_path / "book" / "intro.html"
+    page.write_text(f'<body>{build_pdf.PDF_LINK_HIDDEN}<a href="../iclgd.pdf">x</a></p>', "utf8")
+    with pytest.raises(FileNotFoundError, match="copy the PDF first"):
+        build_pdf.show_pdf_link(tmp_path)
+    (tmp_path / "iclgd.pdf").write_bytes(b"%PDF-1.4")
+    build_pdf.show_pdf_link(tmp_path)
+    assert (
+        page.read_text("utf8") == '<body><p class="iclgd-pdf-link"><a href="../iclgd.pdf">x</a></p>'
+    )
+    with pytest.raises(ValueError, match="no hidden link"):
+        build_pdf.show_pdf_link(tmp_path)
 
 
 def _outlined_pdf(entries: list[tuple[int, bytes, int]], pages: int = 3) -> bytes:
