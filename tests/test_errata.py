@@ -62,7 +62,9 @@ def test_every_corrected_row_is_on_the_errata_page():
         _, rows = errata.claims_table(part)
         for claim, status, scale, _, _ in rows:
             if errata.listed(status):
-                cell = f"{errata.relocate(claim, part.parent.name)} | {errata.shown(status)}"
+                here = part.parent.name
+                shown = errata.relocate(errata.shown(status), here)
+                cell = f"{errata.relocate(claim, here)} | {shown}"
                 mark = "↳ " if errata.tag(status)[0] == "from" else ""
                 assert f"| {mark}{cell} · *{scale}* |" in page, claim
                 n += 1
