@@ -39,7 +39,8 @@ def strip_hidden(md: str) -> tuple[str, int]:
             collapsed = kind in ("dropdown", "toggle") or bool(
                 re.search(r":class:.*\b(dropdown|toggle)\b", opts)
             )
-            skip = kind in SKIPPED or kind.startswith("code")
+            plain_code = m.group(1).startswith("`") and "{" not in line  # ```python
+            skip = kind in SKIPPED or kind.startswith("code") or plain_code
             stack.append(
                 (
                     m.group(1),
