@@ -320,8 +320,12 @@ def render_overview() -> str:
     out = [
         STAMP + "\n",
         "| part | claims | reproduced | corrected | not reproduced | inconclusive "
-        "| errors | typos, slips | on ci only | time |\n",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| on ci only | time |\n",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    ]
+    errata_lines = [
+        "\n| the {doc}`errata` | independent errors | typos and slips |\n",
+        "| --- | --- | --- |\n",
     ]
     tot_err = tot_minor = 0
     tot = dict.fromkeys(VERDICTS, 0)
@@ -334,13 +338,17 @@ def render_overview() -> str:
         provisional = sum(ci_only(r) for r in rows)
         n_err, n_minor = counts(page)
         tot_err, tot_minor = tot_err + n_err, tot_minor + n_minor
+        errata_lines.append(
+            f"| {{doc}}`Part {ROMAN[page.parent.name]} <{page.parent.name}/index>` "
+            f"| {n_err} | {n_minor} |\n"
+        )
         nbs = [r for r in runs if r["path"].startswith(f"book/{page.parent.name}/")]
         t = sum(r["execution"]["wall_time_s"] for r in nbs)
         out.append(
             f"| {{doc}}`Part {ROMAN[page.parent.name]} <{page.parent.name}/index>` "
             f"| {len(rows)} | "
             + " | ".join(str(cnt[k]) for k in VERDICTS)
-            + f" | {n_err} | {n_minor} | {provisional} | {t:.0f} s |\n"
+            + f" | {provisional} | {t:.0f} s |\n"
         )
         tot = {k: tot[k] + cnt[k] for k in VERDICTS}
         tot_ci += provisional
@@ -348,17 +356,17 @@ def render_overview() -> str:
     rest = [r for r in runs if not re.match(r"book/part\d/", r["path"])]
     t_rest = sum(r["execution"]["wall_time_s"] for r in rest)
     out.append(
-        f"| other pages | — | — | — | — | — | — | — | — | {t_rest:.0f} s |\n"
+        f"| other pages | — | — | — | — | — | — | {t_rest:.0f} s |\n"
         f"| **all** | **{sum(tot.values())}** | "
         + " | ".join(f"**{tot[k]}**" for k in VERDICTS)
-        + f" | **{tot_err}** | **{tot_minor}** | **{tot_ci}**"
-        + f" | **{(tot_t + t_rest) / 60:.1f} min** |\n"
+        + f" | **{tot_ci}** | **{(tot_t + t_rest) / 60:.1f} min** |\n"
     )
+    out += errata_lines + [f"| **all** | **{tot_err}** | **{tot_minor}** |\n"]
     scales = sorted({r["execution"]["scale"] for r in runs})
     out.append(
-        "\n*errors*: independent errors of the paper, one per root cause (the {doc}`errata` page "
-        "lists each with its consequences); *typos, slips*: typos and slips whose conclusion "
-        "survives, listed apart. *on ci only*: verdicts "
+        "\n*independent errors*: one per root cause (the errata page lists each with its "
+        "consequences); *typos and slips*: those whose conclusion survives, listed apart. "
+        "*on ci only*: verdicts "
         "whose scale column is `ci`: they rest on the book's small test run alone (provisional, "
         "until the paper-scale run is made; a paper-scale record made stale by a later change of "
         "the chapter's code is flagged on the {doc}`status` page and on the chapter's page). "
