@@ -31,6 +31,15 @@ zoom line search).
      ``loss(p, key) = batch_loss(model)(p, key, sample_paper_prompts(key, n, N))``
      with ``fixed_key=True`` and ``vectorize=True``, how the chapters trained before 6f5e86e.
 
+3. **The public code's recipe beside iclgd's** (``--peer``, or ``--peer-only``; needs torch):
+   Fig. 3's setting (n = 20, one seed, 20,000 prompts,
+   ``torch.optim.LBFGS(history_size=600, max_iter=4, lr=0.1)``), the PyTorch port in
+   ``torch_peer_part3.py`` (float32, 1 and 2 threads) against
+   ``iclgd.train_seeds(training.batch_loss(model), ..., optimizer=training.torch_lbfgs(0.1, 600))``
+   as chapter ``gdpp_public`` runs it (float64): one value and gradient, and one L-BFGS iteration
+   (the peer: one notebook step / 4, its five evaluations included; iclgd: a call of ``4 K``
+   iterations / ``4 K``, compilation shown apart in round 0).
+
 Protocol: the contenders of a section run interleaved, A, B, C, A, B, C, ...; round 0 is each one's
 first call (compilation included, shown separately as ``compile``: JAX's own monitoring events),
 then ``--reps`` rounds of later calls. Reported: medians [min, max] over the later rounds, the
@@ -43,6 +52,8 @@ import argparse
 import os
 import sys
 import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (section 3)
 
 import jax
 import jax.numpy as jnp
@@ -139,6 +150,89 @@ def interleave(contenders: dict, reps: int, per: float = 1.0, unit: str = "s") -
         )
 
 
+def peer_section(reps: int, K: int) -> None:
+    """Section 3: the public code's PyTorch recipe against iclgd's, interleaved (float64 iclgd)."""
+    import torch_peer_part3 as tp
+
+    if not tp.AVAILABLE:
+        print("torch not installed: peer skipped")
+        return
+    torch = tp.torch
+    jax.config.update("jax_enable_x64", True)
+    n, N = 20, 20_000
+    key = jax.random.key(22)
+    pr = tasks.sample_paper_prompts(jax.random.fold_in(key, 1), n, N)
+    code_model = models.linear_transformer_model(D, L, form="gdpp", init_std=1e-4)
+    loss = training.batch_loss(code_model)
+    p = code_model.init(key)
+    vg = jax.jit(jax.value_and_grad(loss))
+    batch = jax.tree.map(lambda x: x[None], pr)  # one seed
+    opt = training.torch_lbfgs(0.1, 600)
+
+    def fit():
+        return iclgd.train_seeds(
+            loss,
+            code_model.init,
+            key[None],
+            steps=4 * K,
+            optimizer=opt,
+            seed_args=(batch,),
+            fixed_key=True,
+            progress=False,
+        ).losses
+
+    Z, y = tp.make_batch(*(np.asarray(a) for a in (pr.X, pr.y, pr.x_q, pr.y_target)))
+    recipe = {t: tp.Recipe(Z, y) for t in (1, 2)}
+    # peer check: the same parameters (P = B_l, Q = A_l^T), the same loss (float64)
+    check = tp.Recipe(Z.double(), y.double())
+    with torch.no_grad():
+        check.model.allparam.data = check.model.allparam.data.double()
+        for i in range(L):
+            check.model.allparam[i, 0, 0] = torch.tensor(np.asarray(p["B"][i]))
+            check.model.allparam[i, 0, 1] = torch.tensor(np.asarray(p["A"][i]).T)
+        Z64 = tp.make_batch(*(np.asarray(a) for a in (pr.X, pr.y, pr.x_q, pr.y_target)))[0]
+        ours = float(loss(p, key, pr))
+        theirs = float(
+            tp.in_context_loss(check.model, Z64.double(), torch.tensor(np.asarray(pr.y_target)))
+        )
+    print(f"peer check: loss {theirs:.6g} (torch, float32 batch in float64) vs {ours:.6g} (iclgd)")
+
+    def peer_vg(t):
+        torch.set_num_threads(t)
+        return recipe[t].value_and_grad()
+
+    def peer_iter(t):
+        return tp.time_steps(recipe[t], K, t)[0]
+
+    print(
+        f"\n=== the public code's recipe (torch {torch.__version__}, float32, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}) against iclgd (float64), eq. 13, "
+        f"n = {n}, {N:,} prompts, one seed ==="
+    )
+    print(f"load before: {load()}")
+    print("one value and gradient:")
+    interleave(
+        {
+            "iclgd batch_loss, jit(value_and_grad)": lambda: vg(p, key, pr),
+            "torch peer, 1 thread": lambda: peer_vg(1),
+            "torch peer, 2 threads": lambda: peer_vg(2),
+        },
+        reps,
+    )
+    print(f"one L-BFGS iteration ({K} notebook steps = {4 * K} iterations per call):")
+    interleave(
+        {
+            "iclgd train_seeds, torch_lbfgs": fit,
+            "torch peer, 1 thread": lambda: peer_iter(1),
+            "torch peer, 2 threads": lambda: peer_iter(2),
+        },
+        reps,
+        per=4 * K,
+        unit="s/iteration",
+    )
+    print(f"load after: {load()}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer rounds and steps (smoke run)")
@@ -146,6 +240,8 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--steps", type=int, default=None, help="L-BFGS steps per call (default 20, quick 4)"
     )
+    ap.add_argument("--peer", action="store_true", help="also run section 3 (needs torch)")
+    ap.add_argument("--peer-only", action="store_true", help="run section 3 only")
     a = ap.parse_args(argv)
     reps = a.reps or (2 if a.quick else 7)
     K = a.steps or (4 if a.quick else 20)
@@ -154,6 +250,9 @@ def main(argv=None) -> None:
         f"jax {jax.__version__} on {jax.default_backend()}, {os.cpu_count()} cores; "
         f"load (1/5/15 min) {load()}"
     )
+    if a.peer_only:
+        peer_section(reps, K)
+        return
     key = jax.random.key(21)
     for form, n in (("pgd", 20), ("gdpp", 10)):
         pr = tasks.sample_paper_prompts(jax.random.fold_in(key, 1), n, N)
@@ -199,6 +298,8 @@ def main(argv=None) -> None:
     print(f"load before: {load()}")
     interleave(cont, reps, per=K, unit="s/step")
     print(f"load after: {load()}")
+    if a.peer:
+        peer_section(reps, K)
 
 
 if __name__ == "__main__":

@@ -53,9 +53,9 @@ def _check_xyq(X, y, x_q) -> tuple:
     """``X (B, C, d)``, ``y (B, C)``, ``x_q (B, d)``: real, finite, every size >= 1; returns them
     as arrays and the bound sizes."""
     dims = v.Dims()
-    X = jnp.asarray(v.array("X", X, "B C d", dims))
-    y = jnp.asarray(v.array("y", y, "B C", dims))
-    x_q = jnp.asarray(v.array("x_q", x_q, "B d", dims))
+    X = jnp.asarray(v.array("X", X, "B C d", dims, promote=True))
+    y = jnp.asarray(v.array("y", y, "B C", dims, promote=True))
+    x_q = jnp.asarray(v.array("x_q", x_q, "B d", dims, promote=True))
     return X, y, x_q, dims
 
 
@@ -133,7 +133,7 @@ def ridge_weights(X: jax.Array, y: jax.Array, reg) -> jax.Array:
     v.array("X", X, "B C d" if X.ndim == 3 else "C d", dims)
     v.array("y", y, "B C", dims, what=f"to match X of shape {tuple(X.shape)}")
     reg = v.scalar("reg", reg, nonneg=True)
-    X, y = jnp.asarray(X), jnp.asarray(y)
+    X, y = jnp.asarray(v.floating(X)), jnp.asarray(v.floating(y))
     if not (v.is_tracer(X) or v.is_tracer(reg)):
         _check_ridge_system(X, float(reg))
     return _ridge(X, y, jnp.asarray(reg, dtype=float))
@@ -205,17 +205,18 @@ def _check_stack(name: str, A, dims: dict, what: str = "") -> jax.Array:
             )
         A = jnp.stack([jnp.asarray(v.array(f"{name}[{i}]", a)) for i, a in enumerate(A)])
     _check_L(name, A)
-    return v.array(name, A, "L d d", dims, what=what)
+    return v.array(name, A, "L d d", dims, what=what, promote=True)
 
 
-def _check_regression(X, y, x_q=None) -> v.Dims:
-    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return the bound sizes."""
+def _check_regression(X, y, x_q=None) -> tuple:
+    """Check ``X (B, n, d)``, ``y (B, n)`` and ``x_q (B, d)``; return the bound sizes and the
+    three as floating arrays (:func:`iclgd.checks.floating`)."""
     dims = v.Dims()
-    v.array("X", X, "B n d", dims)
-    v.array("y", y, "B n", dims, what="to match X")
+    X = v.array("X", X, "B n d", dims, promote=True)
+    y = v.array("y", y, "B n", dims, what="to match X", promote=True)
     if x_q is not None:
-        v.array("x_q", x_q, "B d", dims, what="to match X")
-    return dims
+        x_q = v.array("x_q", x_q, "B d", dims, what="to match X", promote=True)
+    return dims, X, y, x_q
 
 
 def _grad_R(X: jax.Array, y: jax.Array, w: jax.Array) -> jax.Array:
@@ -244,7 +245,8 @@ def preconditioned_gd_iterates(X: jax.Array, y: jax.Array, A_list) -> jax.Array:
     Returns:
         ``(L+1, B, d)``: ``w_0 = 0, w_1, ..., w_L``.
     """
-    A = _check_stack("A_list", A_list, _check_regression(X, y))
+    dims, X, y, _ = _check_regression(X, y)
+    A = _check_stack("A_list", A_list, dims)
     return _pgd_iterates(X, y, A)
 
 
@@ -276,7 +278,8 @@ def preconditioned_gd(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list) -> jax
     Returns:
         ``(B,)`` predictions; for symmetric ``A_l`` equal to ``sparse_predict({"A": A_list}, Z0)``.
     """
-    A = _check_stack("A_list", A_list, _check_regression(X, y, x_q))
+    dims, X, y, x_q = _check_regression(X, y, x_q)
+    A = _check_stack("A_list", A_list, dims)
     return jnp.einsum("bi,bi->b", _pgd_iterates(X, y, A)[-1], x_q)
 
 
@@ -308,7 +311,7 @@ def gd_plus_plus(X: jax.Array, y: jax.Array, x_q: jax.Array, A_list, B_list) -> 
     Returns:
         ``(B,)`` predictions.
     """
-    dims = _check_regression(X, y, x_q)
+    dims, X, y, x_q = _check_regression(X, y, x_q)
     A = _check_stack("A_list", A_list, dims)
     Bs = _check_stack("B_list", B_list, dims, what="like A_list")
     return _gdpp(X, y, x_q, A, Bs)

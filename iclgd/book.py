@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 from .checks import ArgumentTypeError
 
@@ -43,6 +43,8 @@ def glue(name: str, value, display: bool = False) -> None:
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     if not name or any(ch.isspace() for ch in name):
         raise ValueError(f"name must be a non-empty glue key without whitespace, got {name!r}")
+    if not isinstance(display, bool):
+        raise ArgumentTypeError(f"display must be a bool (True or False), got {display!r}")
     GLUED[name] = value
     try:
         from myst_nb import glue as _myst_glue
@@ -57,17 +59,49 @@ def fmt(x, spec: str) -> str:
 
     A quantity that is zero in exact arithmetic comes out as ``+-1e-16`` in floating point, its sign
     set by the CPU's rounding; printed at any fixed precision it must read the same on every CPU.
+    Every part of ``spec`` is kept (width, fill and alignment, a ``+`` or space sign flag,
+    grouping, the types ``f``, ``e``, ``g``, ``%``): a value that rounds to zero is printed as
+    ``format(0.0, spec)``.
 
     >>> fmt(-3e-13, ".2f"), fmt(-0.25, ".1f"), fmt(2.5e-7, ".1e")
     ('0.00', '-0.2', '2.5e-07')
+    >>> fmt(-0.04, "8.1f"), fmt(-0.004, "+.2f")
+    ('     0.0', '+0.00')
+
+    Raises:
+        iclgd.checks.ArgumentTypeError: ``x`` is not a real number, ``spec`` not a string.
+        ValueError: ``spec`` is not a valid format specification for a float.
     """
     if not isinstance(spec, str):
-        raise TypeError(f"spec must be a format string such as '.3f', got {type(spec).__name__}")
-    text = format(float(x), spec)
-    mantissa = text.split("e")[0].split("E")[0]
-    if text.startswith("-") and not any(ch in "123456789" for ch in mantissa):
-        text = text[1:]
+        raise ArgumentTypeError(
+            f"spec must be a format string such as '.3f', got {type(spec).__name__}"
+        )
+    value = _real(x)
+    try:
+        text = format(value, spec)
+    except ValueError as e:
+        raise ValueError(
+            f"spec must be a format specification for a float, got {spec!r}: {e}"
+        ) from None
+    if text == format(-0.0, spec):  # rounds to a negative zero: print a zero the same way
+        text = format(0.0, spec)
     return text
+
+
+def _real(x) -> float:
+    """``x`` as a ``float``: a real number or a 0-d real array, never a string or a bool."""
+    import numpy as np
+
+    if isinstance(x, (str, bytes, bool, np.bool_)):
+        raise ArgumentTypeError(f"x must be a real number, got {x!r}")
+    try:
+        a = np.asarray(x)
+    except Exception:
+        a = None
+    if a is None or a.dtype.kind not in "fiu" or a.shape != ():
+        what = f"an array of shape {a.shape}" if a is not None and a.shape else type(x).__name__
+        raise ArgumentTypeError(f"x must be a real number, got {what}")
+    return float(a)
 
 
 def bound(x, digits: int, side: str) -> str:
@@ -98,16 +132,14 @@ def bound(x, digits: int, side: str) -> str:
         raise ValueError(f"digits must be >= 0, got {digits}")
     if side not in ("upper", "lower"):
         raise ValueError(f"side must be 'upper' or 'lower', got {side!r}")
-    try:
-        if isinstance(x, (str, bytes)):
-            raise TypeError
-        value = float(x)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(f"x must be a real number, got {type(x).__name__}") from None
+    value = _real(x)
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"x must be finite, got {value}")
     rounding = ROUND_CEILING if side == "upper" else ROUND_FLOOR
-    out = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=rounding)
+    exact = Decimal(repr(value))
+    with localcontext() as ctx:  # enough digits for any float at any number of decimals
+        ctx.prec = max(28, exact.adjusted() + digits + 2)
+        out = exact.quantize(Decimal(1).scaleb(-digits), rounding=rounding)
     if out == 0:
         out = abs(out)  # no "-0.00"
     return f"{out:f}"

@@ -61,6 +61,9 @@ __all__ = [
     "finite_tree",
     "spd_matrix",
     "float_dtype",
+    "boolean",
+    "names",
+    "floating",
 ]
 
 
@@ -170,6 +173,41 @@ def scalar(name: str, value, *, nonneg: bool = False):
     if value.shape != () or not _is_real_dtype(value.dtype):
         raise ValueError(f"{name} must be a real scalar, got shape {value.shape} {value.dtype}")
     return value
+
+
+def boolean(name: str, value) -> bool:
+    """Check that ``value`` is a bool (``True``/``False``, or a NumPy bool), never a string or a
+    number taken for its truth value (``full="yes"``); return it as ``bool``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be a bool (True or False), got {_short(value)}")
+    return bool(value)
+
+
+def names(name: str, value, known: Sequence[str], *, allow_none: bool = True) -> list[str]:
+    """Check that ``value`` is a list (or tuple, set) of names among ``known``; return it as a
+    ``list``. A single string is refused (it would be iterated letter by letter), as are unknown
+    names; ``None`` (if ``allow_none``) stands for all of ``known``."""
+    known = list(known)
+    if value is None and allow_none:
+        return known
+    if isinstance(value, (str, bytes)):
+        raise ArgumentTypeError(
+            f"{name} must be a list of names among {known}, got the string {value!r} "
+            f"(pass [{value!r}])"
+        )
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{name} must be a list of names among {known}, got {_short(value)}"
+        ) from None
+    bad = [n for n in items if not isinstance(n, str)]
+    if bad:
+        raise ArgumentTypeError(f"{name} must be a list of names (strings), got {_short(bad[0])}")
+    unknown = [n for n in items if n not in known]
+    if unknown:
+        raise ValueError(f"{name} must be among {known}, got unknown {unknown}")
+    return items
 
 
 # ----------------------------------------------------------------------------------------------
@@ -321,12 +359,23 @@ def _check_shape(name: str, s: tuple, spec, dims: dict | None, what: str) -> Non
     dims.update(new)
 
 
-def array(name: str, x, spec=None, dims: dict | None = None, *, finite: bool = True, what=""):
+def array(
+    name: str,
+    x,
+    spec=None,
+    dims: dict | None = None,
+    *,
+    finite: bool = True,
+    what="",
+    promote: bool = False,
+):
     """Check a real array argument: its dtype (float or integer), its shape against ``spec`` (see
     the module docstring) and, when concrete and ``finite``, that it holds no NaN or Inf.
 
-    Lists and numbers are accepted and returned as NumPy arrays; arrays are returned unchanged.
-    ``what`` is appended to a shape message, e.g. ``"to match Z0"``.
+    Lists and numbers are accepted and returned as NumPy arrays; arrays are returned unchanged,
+    unless ``promote``: then integer and float16 arrays are returned as :func:`floating` ones
+    (for a function that does arithmetic on them in their own dtype). ``what`` is appended to a
+    shape message, e.g. ``"to match Z0"``.
     """
     if not (hasattr(x, "shape") and hasattr(x, "dtype")):
         try:
@@ -341,7 +390,24 @@ def array(name: str, x, spec=None, dims: dict | None = None, *, finite: bool = T
         _check_shape(name, tuple(x.shape), spec, dims, what)
     if finite:
         finite_array(name, x)
-    return x
+    return floating(x) if promote else x
+
+
+def floating(x, dtype=None):
+    """``x`` in a floating dtype of at least 32 bits, so that arithmetic on it neither wraps
+    (integers: ``uint8(0) - uint8(20) = 236``) nor overflows early (float16: ``300**2 = inf``):
+    float32 and float64 arrays are returned unchanged; integer, bool, float16 and bfloat16 ones
+    are cast to ``dtype`` (default :func:`float_dtype`: float32, or float64 with
+    ``jax_enable_x64``). A NumPy array stays NumPy, a JAX array (or tracer) stays JAX."""
+    if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        x = np.asarray(x)
+    dt = np.dtype(x.dtype)
+    if dt in (np.float32, np.float64) and dtype is None:
+        return x
+    to = np.dtype(dtype) if dtype is not None else float_dtype()
+    if dt == to:
+        return x
+    return x.astype(to)
 
 
 def shape(name: str, x, expected, what: str | None = None):

@@ -85,7 +85,8 @@ def mse(pred: jax.Array, target: jax.Array) -> jax.Array:
     Raises:
         ValueError: if the shapes differ, the batch is empty or (concrete) a value is NaN or Inf.
     """
-    pred, target = v.array("pred", pred), v.array("target", target)
+    pred = v.array("pred", pred, promote=True)
+    target = v.array("target", target, promote=True)
     ps, ts = tuple(pred.shape), tuple(target.shape)
     if ps != ts:
         raise ValueError(f"pred and target must have the same shape, got {ps} and {ts}")
@@ -107,8 +108,8 @@ def cosine(a: jax.Array, b: jax.Array) -> jax.Array:
     Returns:
         ``(...)``.
     """
-    a = v.array("a", a, "... n")
-    b = v.array("b", b, "... n")
+    a = v.array("a", a, "... n", promote=True)
+    b = v.array("b", b, "... n", promote=True)
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(
             f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}"
@@ -131,7 +132,7 @@ def max_rel_diff(a, b) -> float:
     >>> max_rel_diff([1.0, 2.1], [1.0, 2.0])  # doctest: +ELLIPSIS
     0.05...
     """
-    a, b = v.array("a", a), v.array("b", b)
+    a, b = v.array("a", a, promote=True), v.array("b", b, promote=True)
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
@@ -212,7 +213,7 @@ def dist_to_identity(M) -> jax.Array:
     Returns:
         ``(...)`` values in ``[0, 1]``.
     """
-    M = v.array("M", M, "... d d")
+    M = v.array("M", M, "... d d", promote=True)
     if not v.is_tracer(M) and np.any(np.abs(np.asarray(M)).max(axis=(-2, -1)) == 0):
         raise ValueError("M must hold no matrix that is identically zero (Dist is 0/0 there)")
     M = jnp.asarray(M)
@@ -351,7 +352,7 @@ def gdpp_sample_loss(a, b, lam) -> np.ndarray:
     """
     from .exact.gdpp import gdpp_residual  # lazy: iclgd.exact imports sympy
 
-    lam = v.array("lam", lam, "N d")
+    lam = v.array("lam", lam, "N d", promote=True)
     return np.sum(gdpp_residual(a, b, lam) ** 2, -1)
 
 
@@ -368,7 +369,8 @@ def empirical_loss(y_hat: jax.Array, y_all: jax.Array) -> jax.Array:
     Returns:
         ``()``.
     """
-    y_hat, y_all = v.array("y_hat", y_hat, "B K"), v.array("y_all", y_all)
+    y_hat = v.array("y_hat", y_hat, "B K", promote=True)
+    y_all = v.array("y_all", y_all, promote=True)
     if tuple(y_hat.shape) != tuple(y_all.shape):
         raise ValueError(
             "y_hat and y_all must have the same shape (B, K), "
@@ -574,7 +576,7 @@ def equal_budget(losses: dict, rate: dict, steps: int, every: int) -> EqualBudge
     r = {k: v.positive_float(f"rate[{k!r}]", rate[k]) for k in losses}
     L = {}  # the first `steps` losses of each run, in their dtype
     for k, x in losses.items():
-        x = np.asarray(v.array(f"losses[{k!r}]", x, "n", finite=False))
+        x = np.asarray(v.array(f"losses[{k!r}]", x, "n", finite=False, promote=True))
         if len(x) < steps:
             raise ValueError(
                 f"losses[{k!r}] must hold at least steps = {steps} steps, got {len(x)}"

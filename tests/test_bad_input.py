@@ -9,20 +9,28 @@ raises ``ValueError``. The edge cases at the end must work.
 
 import jax
 import jax.numpy as jnp
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import sympy
 
 import iclgd
-from iclgd import baselines, book, config, exact, metrics, tasks
+import iclgd.plot
+from iclgd import baselines, book, config, exact, llm, metrics, tasks
 from iclgd import checks as v
+from iclgd import symbolic as S
 from iclgd import training as train
 from iclgd.exact import wishart
 from iclgd.models import linear_transformer as lt
 from iclgd.models import lsa, softmax, transformer
 from iclgd.symbolic import calculus, gaussian, gd_step
+from iclgd.symbolic import multihead as SM
 from iclgd.symbolic import pgd as SPG
+from iclgd.symbolic import yq_lsa as SY
 from iclgd.training import lsa_sweep
+
+matplotlib.use("Agg")
 
 NAN, INF = float("nan"), float("inf")
 KEY = jax.random.key(0)
@@ -836,6 +844,311 @@ DTYPES += [
      "digits must be >= 0"),
 ]  # fmt: skip
 
+# ----------------------------------------------------------------------------------------------
+# issue 46: every public function validates what it takes, by class of bad input
+# ----------------------------------------------------------------------------------------------
+
+_X, _W = sympy.symbols("x w")
+_Z2 = S.gaussian_vector("z", 2)
+_INNER = [(_Z2, None, sympy.Matrix([[1, _W], [_W, _W**2]]))]  # z | w
+_OUTER = [([_W], [2], None)]
+_L60 = np.linspace(2.0, 1.0, 60)
+_EMB = np.random.default_rng(0).normal(size=(3, 4))
+_SCORES = np.random.default_rng(1).uniform(0, 5, (3, 4))
+_CMP = {"mean": 0.1, "ci_low": -0.2, "ci_high": 0.3}
+
+
+def _fig2_heads(**kw):
+    args = dict(
+        heads=[1, 2],
+        optimum={1: 2.0, 2: 1.0},
+        risk_sampled=[2.0, 1.0],
+        risk_exact=[2.0, 1.0],
+        risk_checkpoint=[2.0, 1.0],
+        losses_sampled={1: _L60, 2: _L60},
+        losses_exact={1: _L60, 2: _L60},
+    )
+    args.update(kw)
+    return iclgd.plot.fig2_heads(**args, floor=0.5, gd_risk=0.8, d=2)  # fmt: skip
+
+
+def _fig3_prior_mean(**kw):
+    args = dict(
+        w2_grid=[0.0, 4.0],
+        losses={0.0: _L60, 4.0: _L60},
+        w2_fine=[0.0, 4.0],
+        optimum_fine=[0.5, 1.0],
+        risk_sampled=[0.6, 1.1],
+        risk_exact=[0.6, 1.1],
+    )
+    args.update(kw)
+    return iclgd.plot.fig3_prior_mean(**args, gd_risk=0.8, H=3, d=2, C=3)  # fmt: skip
+
+
+def _training_dists(panel_seeds=2, extra_seeds=None):
+    extra = None if extra_seeds is None else {"fresh": np.ones(extra_seeds)}
+    return iclgd.plot.training_dists(np.arange(3), {"A": {"Dist": np.full((panel_seeds, 3), 0.5)}},
+                                     np.ones((2, 5)), loss_at=1, extra_loss=extra)  # fmt: skip
+
+
+NAMES_LIST = (
+    r"must be a list of names among \[.stsb., .minilm., .smollm2., .qwen.\], got the string"
+)
+UNKNOWN = r"names must be among \['stsb', 'minilm', 'smollm2', 'qwen'\], got unknown"
+STR_FOR_LIST = [
+    ("prepare_assets 'minilm'", lambda: llm.prepare_assets("minilm"), ATE,
+     f"names {NAMES_LIST} 'minilm' \\(pass \\['minilm'\\]\\)"),
+    ("fetch_assets 'stsb'", lambda: llm.fetch_assets("stsb"), ATE, f"names {NAMES_LIST} 'stsb'"),
+    ("prepare_assets ['bogus']", lambda: llm.prepare_assets(["bogus"]), ValueError,
+     f"{UNKNOWN} \\['bogus'\\]"),
+    ("fetch_assets ['minilm', 'x']", lambda: llm.fetch_assets(["minilm", "x"]), ValueError,
+     f"{UNKNOWN} \\['x'\\]"),
+    ("prepare_assets [1]", lambda: llm.prepare_assets([1]), ATE,
+     r"names must be a list of names \(strings\), got 1"),
+    ("prepare_assets 3", lambda: llm.prepare_assets(3), ATE, "names must be a list of names"),
+    ("fig2_heads show '12'", lambda: _fig2_heads(show="12"), TypeError,
+     "show must be a list of head counts, got '12'"),
+    ("symbolic_risk pred 'x'", lambda: S.symbolic_risk("x", 0, [([_X],)]), ValueError,
+     "pred must be a number or a sympy expression, got 'x'"),
+    ("expect_trace_word 'SS'", lambda: wishart.expect_trace_word("SS", 3), ATE,
+     "word must be a list of 'S' tokens"),
+]  # fmt: skip
+
+ORDER_SIZE_RANGE = [
+    ("expect_nested outer stage first", lambda: S.expect_nested(_Z2[0] * _Z2[1], [_OUTER, _INNER]),
+     ValueError, r"stages must be ordered innermost first: the law of stages\[1\] depends on "
+     r"\['w'\], integrated by the earlier stages\[0\]"),
+    ("expect_nested a stage twice", lambda: S.expect_nested(_Z2[0], [_INNER, _INNER, _OUTER]),
+     ValueError, r"stages\[1\] integrates \['z_1', 'z_2'\] again"),
+    ("closed_form_M_expr C = 0", lambda: SM.closed_form_M_expr(0, 0, [1, 2]), ValueError,
+     "C must be an integer >= 1 or a sympy symbol, got 0"),
+    ("closed_form_M_expr C = -2", lambda: SM.closed_form_M_expr(1, -2, [1, 2]), ValueError,
+     "C must be an integer >= 1"),
+    ("closed_form_M_expr C = 2.5", lambda: SM.closed_form_M_expr(1, 2.5, [1, 2]), ValueError,
+     "C must be an integer >= 1"),
+    ("closed_form_M_expr C negative symbol", lambda: SM.closed_form_M_expr(
+        1, sympy.Symbol("C", negative=True), [1]), ValueError, "C must be a size"),
+    ("linear_regression_task noise_std < 0", lambda: S.linear_regression_task(1, 2, noise_std=-1),
+     ValueError, r"noise_std must be >= 0 \(a standard deviation\), got -1"),
+    ("linear_regression_task noise_std negative symbol", lambda: S.linear_regression_task(
+        1, 2, noise_std=sympy.Symbol("s", negative=True)), ValueError, "noise_std must be >= 0"),
+    ("fig3_gap m = 0", lambda: iclgd.plot.fig3_gap([1.0, 2.0], np.ones((2, 2)), 0), ValueError,
+     "m must be an integer >= 1"),
+    ("fig1_prior_mean d = 0", lambda: iclgd.plot.fig1_prior_mean({"a": _L60}, {"a": (1.0, 0.1)},
+     0.5, d=0, C=3), ValueError, "d must be an integer >= 1"),
+    ("fig3_prior_mean C = 0", lambda: iclgd.plot.fig3_prior_mean([0.0], {0.0: _L60}, [0.0], [0.5],
+     [0.6], [0.6], gd_risk=0.8, H=3, d=2, C=0), ValueError, "C must be an integer >= 1"),
+    ("multilayer_scalars d = 0", lambda: iclgd.plot.multilayer_scalars([1], [1.0], [np.ones(1)],
+     [1.0], 0, 3), ValueError, "d must be an integer >= 1"),
+    ("training_dists ncols = 0", lambda: iclgd.plot.training_dists(np.arange(3), {"A": {"D":
+     np.ones((2, 3))}}, np.ones((2, 5)), loss_at=1, ncols=0), ValueError,
+     "ncols must be an integer >= 1"),
+    ("paper_prompt_sigma (1e-4, 1) in float32", _float32(lambda: tasks.paper_prompt_sigma(
+        KEY, (1e-4, 1.0))), ValueError, r"diag's ratio max / min = 1e\+04 gives Sigma the "
+     r"condition number 1e\+08, more than float32 holds"),
+    ("paper_sigma (1e-4, 1) in float32", _float32(lambda: tasks.paper_sigma(KEY, (1e-4, 1.0))),
+     ValueError, r"diag's ratio max / min = 1e\+04 .* jax\.enable_x64\(True\)"),
+    ("paper_sigma (1e-9, 1) in float64", lambda: tasks.paper_sigma(KEY, (1e-9, 1.0)), ValueError,
+     r"diag's ratio max / min = 1e\+09 gives Sigma the condition number 1e\+18, more than "
+     r"float64"),
+]  # fmt: skip
+
+BOOLS = [
+    ("yq_lsa_gd_point_gradient full 'yes'", lambda: SY.yq_lsa_gd_point_gradient(1, 2, full="yes"),
+     ATE, r"full must be a bool \(True or False\), got 'yes'"),
+    ("yq_lsa_gd_point_gradient full 1", lambda: SY.yq_lsa_gd_point_gradient(1, 2, full=1), ATE,
+     "full must be a bool"),
+    ("cosine_guess clip 'no'", lambda: llm.cosine_guess(_EMB, _EMB, clip="no"), ATE,
+     "clip must be a bool"),
+    ("calibrated_guess clip 0", lambda: llm.calibrated_guess(_SCORES, _SCORES, _SCORES[:, 0],
+     clip=0), ATE, "clip must be a bool"),
+    ("guess_mlp clip 'yes'", lambda: llm.guess_mlp(llm.init_guess_mlp(KEY, 8, 2), _EMB, _EMB,
+     clip="yes"), ATE, "clip must be a bool"),
+    ("glue display 'yes'", lambda: book.glue("issue46_key", "0.1", display="yes"), ATE,
+     "display must be a bool"),
+    ("lambdify_risk cse 1", lambda: calculus.lambdify_risk(_X**2, [_X], cse=1), ATE,
+     "cse must be a bool"),
+    ("lambdify_gradient cse 'no'", lambda: calculus.lambdify_gradient(_X**2, [_X], cse="no"), ATE,
+     "cse must be a bool"),
+    ("fetch_assets reverify 'no'", lambda: llm.fetch_assets(["stsb"], reverify="no"), ATE,
+     "reverify must be a bool"),
+    ("transformer_model prompt_keys_only 'yes'", lambda: iclgd.models.transformer_model(
+        SPEC, d_model=8, H=2, d_ff=8, L=1, prompt_keys_only="yes"), ATE,
+     "prompt_keys_only must be a bool"),
+    ("lsa_search include_gd 'yes'", lambda: exact.lsa_search(EX, 1, include_gd="yes"), ATE,
+     "include_gd must be a bool"),
+    ("ltb_from_yq_lsa paper 1", lambda: lsa.ltb_from_yq_lsa(lsa.init_yq_lsa(KEY, 2), paper=1),
+     ATE, "paper must be a bool"),
+    ("embed_sentences progress 'no'", lambda: llm.embed_sentences(["a"], progress="no"), ATE,
+     "progress must be a bool"),
+]  # fmt: skip
+
+_AX = plt.figure().add_subplot()
+PLOTS = [
+    ("lemma5_check NaN standard error", lambda: iclgd.plot.lemma5_check({"a": (1.0, NAN)},
+     {"a": 1.0}, [1, 2], [1, 2], [1, 2]), ValueError,
+     r"estimates\['a'\]'s standard error must be finite and >= 0 \(a standard deviation\), "
+     "got nan"),
+    ("lemma5_check negative standard error", lambda: iclgd.plot.lemma5_check({"a": (1.0, -0.1)},
+     {"a": 1.0}, [1, 2], [1, 2], [1, 2]), ValueError, "standard error must be finite and >= 0"),
+    ("lemma5_check NaN mean", lambda: iclgd.plot.lemma5_check({"a": (NAN, 0.1)}, {"a": 1.0},
+     [1, 2], [1, 2], [1, 2]), ValueError, r"estimates\['a'\] must be a pair \(mean, standard "
+     r"error\) of finite numbers"),
+    ("lemma5_check estimates a float", lambda: iclgd.plot.lemma5_check(1.0, {"a": 1.0}, [1, 2],
+     [1, 2], [1, 2]), TypeError, r"estimates must be a mapping \(a dict\), got float"),
+    ("fig1_prior_mean NaN standard error", lambda: iclgd.plot.fig1_prior_mean({"a": _L60},
+     {"a": (1.0, NAN)}, 0.5, d=2, C=3), ValueError, r"evaluation\['a'\]'s standard error"),
+    ("fig1_prior_mean NaN gd_risk", lambda: iclgd.plot.fig1_prior_mean({"a": _L60},
+     {"a": (1.0, 0.1)}, NAN, d=2, C=3), ValueError, "gd_risk must be a finite number"),
+    ("fig1_prior_mean losses a list", lambda: iclgd.plot.fig1_prior_mean([_L60], {"a": (1.0,
+     0.1)}, 0.5, d=2, C=3), TypeError, "losses must be a mapping"),
+    ("fig2_heads NaN sd", lambda: _fig2_heads(risk_sampled_sd=[0.1, NAN]), ValueError,
+     r"risk_sampled_sd must be finite and >= 0 \(a standard deviation\)"),
+    ("fig2_heads negative sd", lambda: _fig2_heads(risk_sampled_sd=[0.1, -0.1]), ValueError,
+     "risk_sampled_sd must be finite and >= 0"),
+    ("fig2_heads gd_risk 0", lambda: iclgd.plot.fig2_heads([1], {1: 2.0}, [2.0], [2.0], [2.0],
+     {1: _L60}, {1: _L60}, floor=0.5, gd_risk=0.0, d=2), ValueError,
+     r"gd_risk must be > 0 \(it is drawn on a log axis\)"),
+    ("heads_sweep L_star < 0", lambda: iclgd.plot.heads_sweep({1: _L60}, -1.0), ValueError,
+     "L_star must be > 0"),
+    ("log_ticks a negative tick", lambda: iclgd.plot.log_ticks(_AX, [-1.0, 10.0]), ValueError,
+     r"ticks must be finite and > 0 \(a log axis has no tick at or below 0\)"),
+    ("log_ticks a zero tick", lambda: iclgd.plot.log_ticks(_AX, [0.0, 1.0]), ValueError,
+     "ticks must be finite and > 0"),
+    ("log_ticks a NaN tick", lambda: iclgd.plot.log_ticks(_AX, [NAN]), ValueError,
+     "ticks must be finite and > 0"),
+    ("log_ticks string ticks", lambda: iclgd.plot.log_ticks(_AX, "15"), TypeError,
+     "ticks must be a real array"),
+    ("training_dists panel of other seeds", lambda: _training_dists(panel_seeds=3), ValueError,
+     r"panels\['A'\]\['Dist'\] must be \(S, R\) = \(2, 3\) \(S seeds as in losses"),
+    ("training_dists extra_loss of other seeds", lambda: _training_dists(extra_seeds=3),
+     ValueError, r"extra_loss\['fresh'\] must be \(S,\) = \(2,\) \(S seeds as in losses\)"),
+]  # fmt: skip
+
+OBSCURE = [
+    ("format_ci missing keys", lambda: llm.format_ci({"mean": 0.1}), ValueError,
+     r"comparison must be compare_paired's dict, with the keys .* missing \['ci_low', 'ci_high'\]"),
+    ("format_ci NaN", lambda: llm.format_ci({**_CMP, "ci_low": NAN}), ValueError,
+     r"comparison\['ci_low'\] must be a finite number"),
+    ("format_ci a list", lambda: llm.format_ci([0.1]), ATE, "comparison must be compare_paired"),
+    ("fig2_heads show not trained", lambda: _fig2_heads(show=[1, 3]), ValueError,
+     r"show must name heads that losses_sampled has \(\[1, 2\]\), got \[3\] not there"),
+    ("fig3_prior_mean losses missing a w2", lambda: _fig3_prior_mean(losses={0.0: _L60}),
+     ValueError, r"losses must have a curve for every value of w2_grid; no key \[4\.0\]"),
+    ("expect_trace_word ['X']", lambda: wishart.expect_trace_word(["X"], 3), ValueError,
+     r"word\[0\] must be 'S' or a \(d, d\) matrix, got 'X'"),
+    ("expect_trace_word a number", lambda: wishart.expect_trace_word(["S", 2.0], 3), ATE,
+     r"word\[1\] must be 'S' or a \(\.\.\., d, d\) matrix, got float"),
+    ("log_ticks on a non-axes", lambda: iclgd.plot.log_ticks("ax"), TypeError,
+     "ax must be a matplotlib Axes, got str"),
+    ("yq_lsa_risk names params['w']", lambda: exact.yq_lsa_risk({"attn": P2, "w": jnp.zeros(3)},
+     EX), ValueError, r"params\['w'\] must have shape \(2,\), got shape \(3,\)"),
+    ("yq_lsa_risk names params['attn']", lambda: exact.yq_lsa_risk({"attn": leaf(P2, "WK",
+     jnp.zeros((1, 2, 2))), "w": jnp.zeros(2)}, EX), ValueError,
+     r"params\['attn'\]\['WK'\] must have shape"),
+    ("yq_lsa_model w checked at once", lambda: iclgd.models.yq_lsa_model(3, w=[0.0, NAN, 0.0]),
+     ValueError, f"w {FINITE}"),
+    ("asset_path rel 3", lambda: llm.asset_path(3), TypeError,
+     r"rel must be a non-empty relative path \(a str\), got 3"),
+    ("book.fmt x a string", lambda: book.fmt("0.1", ".2f"), ATE,
+     "x must be a real number, got '0.1'"),
+    ("book.fmt x an array", lambda: book.fmt(np.ones(2), ".2f"), ATE,
+     r"x must be a real number, got an array of shape \(2,\)"),
+    ("book.fmt bad spec", lambda: book.fmt(0.1, ".2q"), ValueError,
+     r"spec must be a format specification for a float, got '\.2q'"),
+    ("book.bound x a bool", lambda: book.bound(True, 2, "upper"), ATE,
+     "x must be a real number, got True"),
+    ("pgd_loss params without 'A'", lambda: exact.pgd_loss(5)({"B": jnp.zeros((1, 2, 2))}, KEY),
+     ATE, r"params must be a dict \{\"A\": \(L, d, d\)\} .* got a dict with keys \['B'\]"),
+    ("gdpp_critical_point names a0", lambda: exact.gdpp_critical_point(2, 10, 3, a0=[1.0],
+     b0=[0.0, 0.0]), ValueError, r"a0 must have shape \(2,\)"),
+    ("gdpp_critical_point names b0", lambda: exact.gdpp_critical_point(2, 10, 3, a0=[1.0, 1.0],
+     b0=[0.0]), ValueError, r"b0 must have shape \(2,\)"),
+    ("tuned_gd shared 'yes'", lambda: exact.tuned_gd(2, 10, np.eye(3), shared="yes"), ATE,
+     "shared must be a bool"),
+    ("train fixed_key 'yes'", lambda: iclgd.train(lambda p, k: jnp.sum(p["x"] ** 2),
+     {"x": jnp.ones(2)}, KEY, steps=2, fixed_key="yes"), ATE, "fixed_key must be a bool"),
+    ("train has_aux 1", lambda: iclgd.train(lambda p, k: jnp.sum(p["x"] ** 2),
+     {"x": jnp.ones(2)}, KEY, steps=2, has_aux=1), ATE, "has_aux must be a bool"),
+    ("train_seeds fixed_key 'no'", lambda: iclgd.train_seeds(lambda p, k: jnp.sum(p["x"] ** 2),
+     lambda k: {"x": jnp.ones(2)}, jax.random.split(KEY, 2), steps=2, fixed_key="no"), ATE,
+     "fixed_key must be a bool"),
+]  # fmt: skip
+
+
+COVERAGE = [  # one case each for the public functions no other table reaches
+    ("label_moment lam_std < 0", lambda: exact.label_moment(SPEC, None, -1.0), ValueError,
+     "lam_std must be a finite number >= 0"),
+    ("linear_transformer_loss list", lambda: exact.linear_transformer_loss([1]), ATE,
+     r"ex must be an iclgd\.exact\.Exact"),
+    ("linear_transformer_optimum prior", lambda: exact.linear_transformer_optimum(PRIOR), ATE,
+     r"ex must be an iclgd\.exact\.Exact .* got Prior"),
+    ("lsa_risk_reduced b shape", lambda: exact.lsa_risk_reduced(np.ones((1, 2)), np.ones((1, 3,
+     3)), EX), ValueError, r"b must have shape \(H, 3\), got shape \(1, 2\)"),
+    ("moments C 0", lambda: exact.moments(PRIOR, 0), ValueError, "C must be an integer >= 1"),
+    ("omega_moments cov shape", lambda: exact.omega_moments(np.ones(2), np.ones((3, 3))),
+     ValueError, r"cov must have shape \(2, 2\)"),
+    ("reduced_to_lsa_params A shape", lambda: exact.reduced_to_lsa_params(np.ones((1, 3)),
+     np.ones((1, 2, 2))), ValueError, r"A must have shape \(1, 3, 3\)"),
+    ("softmax_risk params list", lambda: exact.softmax_risk([1], SPEC), ATE,
+     "params must be a dict"),
+    ("stack_rank M shape", lambda: exact.stack_rank(np.ones((2, 3, 3))), ValueError,
+     r"M must have shape \(D, D, K\)"),
+    ("yq_lsa_gd_point_grad eta string", lambda: exact.yq_lsa_gd_point_grad(EX, "0.1"), ATE,
+     "eta must be a finite number"),
+    ("yq_lsa_loss list", lambda: exact.yq_lsa_loss([1]), ATE, r"ex must be an iclgd\.exact"),
+    ("yq_lsa_optimum prior", lambda: exact.yq_lsa_optimum(PRIOR), ATE,
+     r"ex must be an iclgd\.exact"),
+    ("zeta0 params list", lambda: exact.zeta0([1], SPEC), ATE, "params must be a dict"),
+    ("answer_distribution 2-D", lambda: llm.answer_distribution(np.ones((2, 2))), ValueError,
+     r"values must have shape \(R,\)"),
+    ("convert_gguf unknown", lambda: llm.convert_gguf("bogus"), ValueError,
+     r"which must be one of \('qwen', 'smollm2'\)"),
+    ("llm.mse shapes", lambda: llm.mse(np.ones(3), np.ones(2)), ValueError,
+     r"truth must have shape \(3,\)"),
+    ("lsa_output E 2-D", lambda: lsa.lsa_output(P, np.ones((3, 3))), ValueError,
+     r"E must have shape \(B, d\+1, C\+1\)"),
+    ("fig4_initial_guess empty", lambda: iclgd.plot.fig4_initial_guess([0.0], {}, {}, [0.0], [1.0],
+     [1.0], [1.0], [1.0], [1.0], [1.0], gd_risk=1.0, H=3, d=2, C=3), ValueError,
+     "losses_bias must not be empty"),
+    ("fig5_yq_training empty", lambda: iclgd.plot.fig5_yq_training({}, {}, 1.0), ValueError,
+     "sampled must not be empty"),
+    ("gd_gap d 0", lambda: iclgd.plot.gd_gap([1, 2], [1, 2], [1, 2], d=0, w2=1.0, gaps={},
+     gaps_C=2), ValueError, "d must be an integer >= 1"),
+    ("single_layer_regulariser empty", lambda: iclgd.plot.single_layer_regulariser(
+        [1, 2], np.ones(2), [1], np.ones(2), 1.0, {}), ValueError, "risks must not be empty"),
+    ("expect_product groups string", lambda: S.expect_product(_X, 1, "x"), ValueError,
+     "groups must be a non-empty list"),
+    ("flatten_params int", lambda: S.flatten_params(3), ValueError,
+     "params must be sympy Symbols or matrices of Symbols, got int"),
+    ("gaussian_block string", lambda: S.gaussian_block("xy"), ValueError,
+     "variables must be a sympy Symbol, a list of Symbols"),
+    ("gaussian_vector d 0", lambda: S.gaussian_vector("z", 0), ValueError,
+     "d must be an integer >= 1"),
+    ("gradient params string", lambda: S.gradient(_X, "x"), ValueError,
+     "params must be sympy Symbols"),
+    ("mask_matrix C 0", lambda: S.mask_matrix(0), ValueError, "C must be an integer >= 1"),
+    ("weight_matrix rows 0", lambda: S.weight_matrix("W", 0), ValueError,
+     "rows must be an integer >= 1"),
+    ("check_batch tuple", lambda: tasks.check_batch((1, 2)), ATE,
+     r"tasks must be an iclgd\.tasks\.TaskBatch"),
+    ("check_prior dict", lambda: tasks.check_prior({}), ATE,
+     r"prior must be an iclgd\.tasks\.Prior"),
+    ("check_spec dict", lambda: tasks.check_spec({}), ATE,
+     r"spec must be an iclgd\.tasks\.RepresentationSpec"),
+    ("embed_representation y shape", lambda: tasks.embed_representation(SPEC, np.ones((2, 5))),
+     ValueError, r"y must have shape \(B, 3\)"),
+    ("sample_tasks_reference C 0", lambda: tasks.sample_tasks_reference(KEY, PRIOR, 0, 2),
+     ValueError, "C must be an integer >= 1"),
+    ("unembed 2-D", lambda: tasks.unembed(np.ones((3, 3))), ValueError,
+     r"E must have shape \(B, d\+1, C\+1\)"),
+    ("bottom_right empty", lambda: calculus.bottom_right(sympy.zeros(0, 2)), ValueError,
+     r"M must be a non-empty matrix, got shape \(0, 2\)"),
+    ("timed_train warmup -1", lambda: train.timed_train(LOSS, P, KEY, steps=2, warmup=-1),
+     ValueError, "warmup must be an integer >= 1"),
+]  # fmt: skip
+
+
 TABLES = {
     "nan_inf": NAN_INF,
     "dtype": DTYPES,
@@ -844,6 +1157,12 @@ TABLES = {
     "size": SIZES,
     "singular": SINGULAR,
     "issue28": ISSUE28,
+    "str_for_list": STR_FOR_LIST,
+    "order_size_range": ORDER_SIZE_RANGE,
+    "bool": BOOLS,
+    "plot": PLOTS,
+    "obscure": OBSCURE,
+    "coverage": COVERAGE,
 }
 
 
@@ -896,6 +1215,8 @@ def test_unknown_scale_name(monkeypatch):
     monkeypatch.setenv("ICLGD_SCALE", "huge")
     with pytest.raises(ValueError, match=r"ICLGD_SCALE must be one of \('ci', 'paper'\)"):
         config.pick(ci=1, paper=2)
+    with pytest.raises(ValueError, match=r"ICLGD_SCALE must be one of \('ci', 'paper'\)"):
+        iclgd.scale()
 
 
 def test_shape_checks_run_under_jit_and_value_checks_are_skipped():
@@ -1035,3 +1356,154 @@ def test_a_prior_is_checked_once():
         assert "prior.mu" in calls
     finally:
         tasks.linear.v.array = real
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 46: integer and float16 inputs are computed in floating point (never wrapped, never inf)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_issue_examples_of_integer_and_float16_inputs():
+    assert metrics.max_rel_diff(np.uint8([0]), np.uint8([20])) == pytest.approx(1.0)
+    assert float(metrics.mse(np.uint8([20]), np.uint8([0]))) == pytest.approx(400.0)
+    assert float(metrics.mse(np.float16([300]), np.float16([0]))) == pytest.approx(90000.0)
+    with jax.enable_x64(False):  # float32, the chapters' dtype: promoted to float32, not float16
+        out = metrics.mse(jnp.asarray([300], jnp.float16), jnp.asarray([0], jnp.float16))
+        assert out.dtype == jnp.float32 and float(out) == 90000.0
+
+
+_U = np.array([[0.0, 20.0, 3.0], [250.0, 1.0, 7.0]])  # uint8 would wrap in a difference
+_SPEC_Z = np.round(3 * np.asarray(SPEC.Z))
+PROMOTED = {  # name: (function, its array arguments as integer-valued float64, other arguments)
+    "metrics.mse": (metrics.mse, (_U, _U[::-1]), ()),
+    "metrics.cosine": (metrics.cosine, (_U, _U[::-1] + 1), ()),
+    "metrics.max_rel_diff": (metrics.max_rel_diff, (_U, _U[::-1]), ()),
+    "metrics.dist_to_identity": (metrics.dist_to_identity, (_U[:, 1:],), ()),
+    "metrics.empirical_loss": (metrics.empirical_loss, (_U, _U[::-1]), ()),
+    "metrics.inference_loss": (metrics.inference_loss, (_U, _U[::-1]), ()),
+    "metrics.gdpp_sample_loss": (lambda lam: metrics.gdpp_sample_loss([-0.01], [0.0], lam),
+                                 (_U,), ()),
+    "baselines.gd_one_step": (lambda X, y, q: baselines.gd_one_step(X, y, q, np.zeros(3), 0.01),
+                              (_U[None], _U[None, :, 0], _U[None, 0]), ()),
+    "baselines.ridge": (lambda X, y, q: baselines.ridge(X, y, q, 0.5),
+                        (_U[None, :, :2], _U[None, :, 2], _U[None, 0, :2]), ()),
+    "baselines.preconditioned_gd": (lambda X, y, q, A: baselines.preconditioned_gd(X, y, q, A),
+                                    (_U[None, :, :2], _U[None, :, 2], _U[None, 0, :2],
+                                     np.ones((1, 2, 2))), ()),
+    "baselines.ridge_eq20": (lambda Z, y: baselines.ridge_eq20(Z, y, 0.1),
+                             (_SPEC_Z, np.array([[0.0, 20.0, 3.0]])), ()),
+    "exact.gaussian_moments": (lambda mu, S_, O: exact.gaussian_moments(mu, S_, O, 0.5, 3).EGG,
+                               (np.array([1.0, 2.0]), np.array([[2.0, 1.0], [1.0, 3.0]]),
+                                np.eye(2)), ()),
+    "exact.omega_moments": (exact.omega_moments, (np.array([1.0, 20.0]), np.eye(2)), ()),
+    "exact.ridge_gap_sweep": (lambda Z: exact.ridge_gap_sweep(Z, [1, 2], 0.1), (_SPEC_Z,), ()),
+    "exact.predictor_risk": (lambda Mt, vq: exact.predictor_risk(Mt, vq, EX),
+                             (np.ones((3, 3, 3)), np.array([0.0, 2.0, 1.0])), ()),
+    "exact.lsa_risk_reduced": (lambda b, A: exact.lsa_risk_reduced(b, A, EX),
+                               (np.ones((1, 3)), np.ones((1, 3, 3))), ()),
+    "exact.prediction_gap": (lambda A1, A2: exact.prediction_gap(A1, A2, SPEC),
+                             (np.ones((3, 6)), np.zeros((3, 6))), ()),
+    "tasks.linear_guess": (lambda q: tasks.linear_guess(q, np.ones(3), 1.0), (_U,), ()),
+    "tasks.embed_representation": (lambda y: tasks.embed_representation(SPEC, y),
+                                   (_U[:, :3],), ()),
+    "transformer.layer_norm": (transformer.layer_norm, (_U, np.ones(3), np.zeros(3)), ()),
+    "softmax.softmax_predict": (lambda y: softmax.softmax_predict(SMP, SPEC, y), (_U[:, :3],), ()),
+    "llm.paired_differences": (llm.paired_differences, (_U[0], _U[1], _U[0][::-1]), ()),
+    "llm.mse": (llm.mse, (_U[0], _U[1]), ()),
+}  # fmt: skip
+
+
+def _leaves64(x):
+    return [np.asarray(a, np.float64) for a in jax.tree_util.tree_leaves(x)]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float16])
+@pytest.mark.parametrize("name", list(PROMOTED))
+def test_integer_and_float16_arrays_are_promoted_before_arithmetic(name, dtype):
+    fn, arrays, extra = PROMOTED[name]
+    if dtype == np.uint8:  # unsigned: the same function on the absolute values
+        arrays = [np.abs(a) for a in arrays]
+    ref = fn(*arrays, *extra)
+    got = fn(*[a.astype(dtype) for a in arrays], *extra)
+    for g, r in zip(_leaves64(got), _leaves64(ref), strict=True):
+        assert g.shape == r.shape and np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6, err_msg=f"{name} on {dtype}")
+
+
+def test_promotion_keeps_float32_and_float64_arrays_unchanged():
+    for dt in (np.float32, np.float64):
+        x = np.ones(3, dt)
+        assert v.floating(x) is x and v.array("x", x, promote=True) is x
+    j = jnp.ones(3, jnp.float32)
+    assert v.floating(j) is j
+    with jax.enable_x64(False):
+        assert v.floating(np.ones(2, np.int64)).dtype == np.float32
+        assert v.floating(jnp.ones(2, jnp.bfloat16)).dtype == jnp.float32
+    assert v.floating(np.ones(2, np.uint8)).dtype == np.float64  # tests run with x64 on
+    assert v.floating(np.ones(2, np.uint8), np.float32).dtype == np.float32
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 46: book.fmt keeps every format spec; covariances in the precision they need
+# ----------------------------------------------------------------------------------------------
+
+FMT_SPECS = [".0f", ".1f", ".2f", "8.1f", "08.2f", "+.2f", " .3f", "+8.1f", "*^10.2f", "<8.1f",
+             ">+9.2f", "=+8.2f", ",.1f", "+,.0f", ".1e", "+.2e", "10.1e", ".2g", "+g", ".1%",
+             "+8.1%", "g", ""]  # fmt: skip
+FMT_VALUES = [-0.04, -0.004, -3e-13, -0.0, 0.0, 1e-9, -0.25, -1234.5, 0.04, -2.5e-7]
+
+
+@pytest.mark.parametrize("spec", FMT_SPECS)
+def test_fmt_removes_only_the_negative_zero_and_keeps_the_spec(spec):
+    for x in FMT_VALUES:
+        plain = format(x, spec)
+        out = book.fmt(x, spec)
+        if any(ch in "123456789" for ch in plain.split("e")[0]):  # a non-zero number: unchanged
+            assert out == plain, (x, spec)
+        else:  # it rounds to zero: printed as +0.0 is, with the same width, fill and sign flag
+            assert out == format(0.0, spec) and not out.lstrip(" *").startswith("-"), (x, spec)
+            if "+" in spec:
+                assert "+" in out
+    assert book.fmt(-0.04, "8.1f") == "     0.0" and book.fmt(-0.004, "+.2f") == "+0.00"
+    assert book.fmt(-0.004, " .2f") == " 0.00" and book.fmt(-1e-5, ".1%") == "0.0%"
+
+
+def test_paper_sigmas_hold_an_ill_conditioned_diag_in_float64():
+    for f in (tasks.paper_prompt_sigma, tasks.paper_sigma):
+        S_ = np.asarray(f(KEY, (1e-4, 1.0)))  # the tests run with x64 on: float64
+        assert S_.dtype == np.float64
+        np.testing.assert_allclose(np.linalg.eigvalsh(S_), [1e-8, 1.0], rtol=1e-6)
+        with jax.enable_x64(False):  # the book's diag is accepted in float32, PD, unchanged
+            S32 = f(KEY)
+            assert S32.dtype == jnp.float32 and np.linalg.eigvalsh(np.asarray(S32)).min() > 0.06
+            np.testing.assert_allclose(np.linalg.eigvalsh(np.asarray(S32, np.float64)),
+                                       [1 / 16, 1 / 4, 1, 1, 1], rtol=1e-5)  # fmt: skip
+    # sample_paper_prompts needs only Sigma^{1/2}: a ratio of 1e4 is fine in float32 there
+    with jax.enable_x64(False):
+        t = tasks.sample_paper_prompts(KEY, 4, 3, diag=(1e-4, 1.0))
+        assert all(np.all(np.isfinite(np.asarray(a))) for a in t)
+
+
+def test_heads_sweep_draws_a_run_that_diverged_at_step_0_as_nothing():
+    fig = iclgd.plot.heads_sweep({1: np.zeros(0), 2: np.linspace(2.0, 1.0, 10)}, 0.5)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "H=1 (diverged at step 0)" in labels and "H=2" in labels
+    empty = [ln for ln in ax.get_lines() if ln.get_label() == "H=1 (diverged at step 0)"]
+    assert len(empty) == 1 and len(empty[0].get_xdata()) == 0
+    plt.close(fig)
+
+
+def test_expect_nested_in_the_right_order_still_works():
+    assert S.expect_nested(_Z2[0] * _Z2[1], [_INNER, _OUTER]) == 2
+    assert SM.closed_form_M_expr(0, sympy.Symbol("C"), [1, 2]).shape == (3, 3)
+    assert SM.closed_form_M_expr(2, 1, [1, 2]) == sympy.zeros(3, 3)
+
+
+def test_theorem1_optimal_A_promotes_float16_and_integer_sigma():
+    """A float16 or integer Sigma is promoted before the linear algebra (it had raised
+    NotImplementedError from LAPACK's missing float16 kernels)."""
+    want = np.asarray(exact.theorem1_optimal_A(np.diag([1.0, 2.0, 4.0]), 10))
+    for dtype in (np.float16, np.int32):
+        got = np.asarray(exact.theorem1_optimal_A(np.diag([1, 2, 4]).astype(dtype), 10))
+        np.testing.assert_allclose(got, want, rtol=1e-6)

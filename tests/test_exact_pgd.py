@@ -136,6 +136,13 @@ def test_optimal_scalars_one_layer_and_risk_formula():
     o2 = exact.optimal_scalars(2, 20, 5)
     val = f.subs(dict(zip(a, o2.a, strict=True)))
     assert abs(float(val) - float(o2.risk)) < 1e-10
+    # exact: the minimum is 1 / (H^-1)_00 for the Hankel matrix H of E tr (S/n)^k (an nsimplify
+    # once turned this Rational into a nearby product of surds)
+    o3 = exact.optimal_scalars(3, 20, 3)
+    pm = exact.wishart.wishart_power_moments(6, 20, 3)
+    mom = [sp.Rational(m, 20**k) for k, m in enumerate(pm)]
+    H = sp.Matrix(4, 4, lambda j, k: mom[j + k])
+    assert isinstance(o3.risk, sp.Rational) and o3.risk == 1 / H.inv()[0, 0]
     with pytest.raises(ValueError, match="L must be at most 3"):
         exact.optimal_scalars(4, 20, 5)
 

@@ -88,6 +88,7 @@ CROSS_CUTTING = {
     "pdf": "scripts/build_pdf.py and the whole-book PDF",
     "reader_notebooks": "scripts/make_reader_notebooks.py",
     "reader_path": "the paper-figure directive and the first figure's place on each chapter page",
+    "reader_shape": "the book's shape for a reader: scripts/reader_load.py and the word budgets",
 }
 
 

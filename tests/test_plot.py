@@ -552,6 +552,25 @@ def test_gd_baselines_figure():
         iclgd.plot.pgd.gd_baselines(ks, {"a": [1.0, 2.0, 3.0]}, floor_label="b")
 
 
+def test_multilayer_scalars_trained_and_unconstrained_apart():
+    Ls, a = [1, 2], [np.array([-0.8]), np.array([-1.5, -0.4])]
+    fig = iclgd.plot.multilayer_scalars(
+        Ls, [1.1, 0.4], a, [np.nan, 0.4], 5, 20, risks_unconstrained=[1.1, np.nan]
+    )
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    assert labels == [
+        "exact optimum on $S$",
+        "exact optimum, unconstrained $A_l$",
+        "trained, unconstrained $A_l$",
+    ]
+    trained = fig.axes[0].get_lines()[2].get_ydata()
+    assert np.isnan(trained[0]) and trained[1] == 0.4  # no trained marker where none was trained
+    plt.close(fig)
+    plt.close(iclgd.plot.multilayer_scalars(Ls, [1.1, 0.4], a, [np.nan, 0.4], 5, 20))
+    with pytest.raises(ValueError, match="risks_unconstrained must have the shape of Ls"):
+        iclgd.plot.multilayer_scalars(Ls, [1.1, 0.4], a, [1.0, 0.4], 5, 20, risks_unconstrained=[1])
+
+
 def test_retina_inline_only_under_ipython():
     """Outside IPython nothing changes; in a shell, a figure's PNG has twice the pixels of its
     display width (which its metadata carries)."""

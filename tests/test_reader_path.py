@@ -252,24 +252,6 @@ def test_reader_notebook_writes_the_directive_as_a_paragraph_with_the_png(tmp_pa
     assert "{paper-figure}" not in "".join(nb["cells"][1]["source"])
 
 
-def test_dropdowns_become_details_in_the_reader_notebooks():
-    """A collapsed block of the book (``{dropdown}``, either fence, nested, with options) is HTML
-    ``<details>`` in a reader notebook: collapsed in Colab too, never raw MyST."""
-    text = (
-        "Before.\n\n:::{dropdown} How this is checked: the sweep\n:class: note\nThe *sweep* "
-        "equals separate runs.\n\n::::\n:::\n\nAfter.\n\n````{dropdown} Outer\n:open:\n"
-        "Outer text.\n\n```{dropdown}\nInner $x$.\n```\n````\n"
-    )
-    out = mrn.dropdowns_as_details(text)
-    assert "{dropdown}" not in out and ":class:" not in out and ":open:" not in out, out
-    assert "<details><summary>How this is checked: the sweep</summary>\n\nThe *sweep*" in out
-    assert out.count("<details") == 3 and out.count("</details>") == 3
-    assert "<details open><summary>Outer</summary>" in out
-    assert "<details><summary>Details</summary>\n\nInner $x$.\n\n</details>" in out
-    assert out.startswith("Before.") and "After." in out
-    assert "::::" in out  # a longer fence inside is the block's text, not its end
-
-
 # ------------------------------------------------------------------------------------------------
 # The built book, in a browser
 

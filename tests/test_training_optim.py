@@ -87,3 +87,39 @@ def test_torch_lbfgs_trains_through_the_trainer():
         progress=False,
     )
     assert float(jnp.abs(res.params["w"] - w).max()) < 1e-4
+
+
+def test_value_and_grad_reuses_the_line_search():
+    """optim._value_and_grad: without reuse jax.value_and_grad; with reuse the first step (state
+    holding inf) evaluates, later steps take the line search's stored value and gradient, which
+    are those at the accepted parameters; train's L-BFGS path follows optax's own loop."""
+    from iclgd.training.optim import _value_and_grad
+
+    target = jnp.array([1.0, -2.0, 0.5])
+
+    def value(p, key):
+        r = p["w"] - target
+        return jnp.sum(r**2) + jnp.sum(r**4), None
+
+    opt = optax.lbfgs()
+    p = {"w": jnp.zeros(3)}
+    state = opt.init(p)
+    key = jax.random.key(0)
+    (l0, aux), g0 = _value_and_grad(value, p, key, state, True)
+    (l1, _), g1 = _value_and_grad(value, p, key, state, False)
+    assert aux is None and float(l0) == float(l1) and np.array_equal(g0["w"], g1["w"])
+    fn = lambda q: value(q, key)[0]  # noqa: E731
+    losses = []
+    for _ in range(5):
+        (loss, _), g = _value_and_grad(value, p, key, state, True)
+        (ref, _), g_ref = _value_and_grad(value, p, key, state, False)
+        np.testing.assert_allclose(loss, ref, rtol=1e-6)
+        np.testing.assert_allclose(g["w"], g_ref["w"], rtol=1e-5, atol=1e-6)
+        losses.append(float(loss))
+        updates, state = opt.update(g, state, p, value=loss, grad=g, value_fn=fn)
+        p = optax.apply_updates(p, updates)
+    assert losses[-1] < losses[0]
+    res = training.train(
+        lambda q, k: value(q, k)[0], {"w": jnp.zeros(3)}, key, steps=5, optimizer="lbfgs"
+    )
+    np.testing.assert_allclose(res.losses, losses, rtol=1e-6)

@@ -107,15 +107,14 @@ def _link(badge: nodes.inline, refuri: str) -> None:
 
 def _part_of(table: nodes.table) -> str | None:
     """On the errata page: the part whose claims a table lists (its section links to it)."""
-    section = table.parent
-    while section is not None and not isinstance(section, nodes.section):
-        section = section.parent
-    if section is None:
-        return None
-    for ref in section.findall(nodes.reference):
-        m = re.search(r"(part\d+)/index\.html", ref.get("refuri", ""))
-        if m:
-            return m.group(1)
+    node = table.parent  # the nearest section that links a part's page (the paper's section;
+    while node is not None:  # its errors and typos are subsections of it)
+        if isinstance(node, nodes.section):
+            for ref in node.findall(nodes.reference):
+                m = re.search(r"(part\d+)/index\.html", ref.get("refuri", ""))
+                if m:
+                    return m.group(1)
+        node = node.parent
     return None
 
 

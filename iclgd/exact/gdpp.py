@@ -255,11 +255,13 @@ def _gdpp_functions(L: int, n: int, d: int) -> _PolyEval:
     return _PolyEval(_gdpp_poly(L, n, d)[0])
 
 
-def _gdpp_point(L, a, b) -> np.ndarray:
-    a = np.asarray(v.array("a", a, (L,), what=f"the {L} scalars of A_l"), dtype=np.float64)
+def _gdpp_point(L, a, b, names=("a", "b")) -> np.ndarray:
+    """``(a, b[:L-1])`` as one float64 vector; ``names``: the arguments as the caller calls them."""
+    what = f"the {L} scalars of A_l"
+    a = np.asarray(v.array(names[0], a, (L,), what=what), dtype=np.float64)
     if b is None:
         b = np.zeros(L)
-    b = np.asarray(v.array("b", b, (L,), what=f"the {L} scalars of B_l"), dtype=np.float64)
+    b = np.asarray(v.array(names[1], b, (L,), what=f"the {L} scalars of B_l"), dtype=np.float64)
     return np.concatenate([a, b[: L - 1]])
 
 
@@ -375,7 +377,7 @@ def gdpp_critical_point(
     dps = _check_dps(dps)
     tol = v.positive_float("tol", tol)
     max_newton = v.positive_int("max_newton", max_newton)
-    x0 = _gdpp_point(L, a0, b0)
+    x0 = _gdpp_point(L, a0, b0, names=("a0", "b0"))
     res = so.minimize(
         fn.f64,
         x0,

@@ -123,8 +123,8 @@ def omega_moments(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array
         ``(E2 (n, n), E3 (n, n, n), E4 (n, n, n, n))``.
     """
     dims = v.Dims()
-    m = jnp.asarray(v.array("mean", mean, "n", dims))
-    V = jnp.asarray(v.array("cov", cov, "n n", dims))
+    m = jnp.asarray(v.array("mean", mean, "n", dims, promote=True))
+    V = jnp.asarray(v.array("cov", cov, "n n", dims, promote=True))
     mm = jnp.outer(m, m)
     E2 = mm + V
     E3 = (
@@ -166,9 +166,9 @@ def gaussian_moments(mu: jax.Array, Sigma: jax.Array, Omega: jax.Array, noise_st
         :class:`Moments`.
     """
     dims = v.Dims()
-    mu = jnp.asarray(v.array("mu", mu, "d", dims))
-    Sigma = jnp.asarray(v.array("Sigma", Sigma, "d d", dims))
-    Omega = jnp.asarray(v.array("Omega", Omega, "d d", dims))
+    mu = jnp.asarray(v.array("mu", mu, "d", dims, promote=True))
+    Sigma = jnp.asarray(v.array("Sigma", Sigma, "d d", dims, promote=True))
+    Omega = jnp.asarray(v.array("Omega", Omega, "d d", dims, promote=True))
     s2 = jnp.asarray(v.scalar("noise_std", noise_std, nonneg=True)) ** 2
     if not v.is_tracer(C) and v.finite_float("C", C) < 1:
         raise ValueError(f"C must be a number >= 1 (the context length), got {C}")

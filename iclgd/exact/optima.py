@@ -529,7 +529,9 @@ def multihead_lsa_closed_form(d: int, C: int, w_star, g=None, c: float = 0.0) ->
             M[:, :, i] -= kappa * g[i] * P
     if c != 0.0:
         M[:, :, d] = -kappa * P
-    risk = d * (d + 1) / (C + d + 1) + 2 * (float(np.sum((w - g) ** 2)) + c**2) / (C * d + 2)
+    with np.errstate(over="ignore"):  # a huge c: the risk overflows to inf, not an error
+        c2 = float(np.float64(c) ** 2)
+    risk = d * (d + 1) / (C + d + 1) + 2 * (float(np.sum((w - g) ** 2)) + c2) / (C * d + 2)
     return ClosedForm(kappa, eta, M, risk)
 
 

@@ -139,6 +139,7 @@ def pgd_loss(n: int, Sigma=None, Omega=None, *, symmetrize: bool = False):
     from ..models.linear_transformer import symmetrize as _symmetrize
 
     def loss(params, key):
+        v.param_dict("params", params, ("A",), 'a dict {"A": (L, d, d)} (form="pgd")')
         A = _symmetrize(params)["A"] if symmetrize else params["A"]
         return pgd_risk(list(A), n, Sigma, Omega)
 
@@ -203,7 +204,7 @@ def optimal_scalars(L: int, n: int, d: int) -> OptimalScalars:
     H = sp.Matrix(L, L, lambda i, j: m[i + j + 2])
     g = sp.Matrix([m[k + 1] for k in range(L)])
     c = -H.LUsolve(g)
-    risk = sp.nsimplify(d + (g.T * c)[0, 0])
+    risk = sp.Rational(d + (g.T * c)[0, 0])  # exact (nsimplify moved it to a nearby surd)
     s = sp.Symbol("s")
     p = 1 + sum(c[k] * s ** (k + 1) for k in range(L))
     roots = np.array([complex(r) for r in sp.Poly(p, s).nroots(n=30)])
@@ -269,6 +270,7 @@ def tuned_gd(k: int, n: int, Sigma, P=None, Omega=None, shared: bool = False) ->
     Returns:
         :class:`TunedGD`.
     """
+    shared = v.boolean("shared", shared)
     k = v.positive_int("k", k)
     if k > 3:
         raise ValueError(f"k must be at most 3 (moments up to E tr S^6), got {k}")
@@ -339,6 +341,7 @@ def theorem1_optimal_A(Sigma, n: int, w_cov: str = "identity") -> jax.Array:
         ``(d, d)`` symmetric negative-definite ``A``.
     """
     v.spd_matrix("Sigma", Sigma)
+    Sigma = v.floating(Sigma, np.float64)  # float16 / integers: promoted before the linear algebra
     n = v.positive_int("n", n)
     if w_cov not in ("identity", "inverse_sigma"):
         raise ValueError(f"w_cov must be 'identity' or 'inverse_sigma', got {w_cov!r}")

@@ -225,8 +225,8 @@ def prediction_gap(
     """
     spec = check_spec(spec)
     dims = v.Dims(N=spec.N, K=spec.K)
-    A1 = jnp.asarray(v.array("A1", A1, "N K", dims))
-    A2 = jnp.asarray(v.array("A2", A2, "N K", dims))
+    A1 = jnp.asarray(v.array("A1", A1, "N K", dims, promote=True))
+    A2 = jnp.asarray(v.array("A2", A2, "N K", dims, promote=True))
     mean, std = _lambda_law(spec, lam_mean, lam_std)
     return _prediction_gap(A1 - A2, spec, mean, std)
 
@@ -262,7 +262,7 @@ def ridge_gap_sweep(Z_hat: jax.Array, Ns, tau) -> jax.Array:
     Returns:
         ``(len(Ns),)``.
     """
-    Z_hat = jnp.asarray(v.array("Z_hat", Z_hat, "m K"))
+    Z_hat = jnp.asarray(v.array("Z_hat", Z_hat, "m K", promote=True))
     m, K = Z_hat.shape
     Ns = np.asarray(Ns)
     if Ns.ndim != 1 or Ns.size == 0 or not np.issubdtype(Ns.dtype, np.integer):
@@ -312,7 +312,7 @@ def softmax_risk_from_A(A_hat: jax.Array, spec: RepresentationSpec) -> jax.Array
         ``()``.
     """
     spec = check_spec(spec)
-    A_hat = v.array("A_hat", A_hat, "N K", _spec_dims(spec))
+    A_hat = v.array("A_hat", A_hat, "N K", _spec_dims(spec), promote=True)
     return _pop_loss(jnp.asarray(A_hat), spec)
 
 

@@ -86,8 +86,8 @@ def predictor_risk(Mt: jax.Array, vq: jax.Array, ex: Exact) -> jax.Array:
     """
     check_exact(ex)
     dims = v.Dims(D=ex.d + 1)
-    Mt = jnp.asarray(v.array("Mt", Mt, "D D D", dims))
-    vq = v.array("vq", vq, "D", dims)
+    Mt = jnp.asarray(v.array("Mt", Mt, "D D D", dims, promote=True))
+    vq = v.array("vq", vq, "D", dims, promote=True)
     dt = jnp.result_type(Mt.dtype, jnp.asarray(vq).dtype)
     return _reported(predictor_risk_core(Mt.astype(dt), jnp.asarray(vq, dt), *ex_arrays(ex, dt)))
 
@@ -186,7 +186,7 @@ def check_guess(ex: Exact, y_q_guess, y_q_bias) -> tuple[jax.Array, jax.Array]:
     if y_q_guess is None:
         g = jnp.zeros((d,))
     else:
-        g = jnp.asarray(v.array("y_q_guess", y_q_guess, "d", v.Dims(d=d)))
+        g = jnp.asarray(v.array("y_q_guess", y_q_guess, "d", v.Dims(d=d), promote=True))
     c = v.array("y_q_bias", y_q_bias)
     if c.ndim != 0:
         raise ValueError(f"y_q_bias must be a scalar, got shape {tuple(c.shape)}")
@@ -231,8 +231,8 @@ def lsa_risk_reduced(
     """
     check_exact(ex)
     dims = v.Dims(D=ex.d + 1)
-    b = v.array("b", b, "H D", dims)
-    A = v.array("A", A, "H D D", dims)
+    b = v.array("b", b, "H D", dims, promote=True)
+    A = v.array("A", A, "H D D", dims, promote=True)
     g, c = check_guess(ex, y_q_guess, y_q_bias)
     A = jnp.asarray(A)
     dt = jnp.result_type(A.dtype, jnp.asarray(b).dtype, g.dtype)
@@ -247,12 +247,12 @@ def lsa_risk_reduced(
     )
 
 
-def _check_lsa_params(params: dict, D: int) -> None:
+def _check_lsa_params(params: dict, D: int, name: str = "params") -> None:
     keys = ("WK", "WQ", "WV", "WP")
-    v.param_dict("params", params, keys, f"a dict with keys {keys} (see iclgd.init_lsa)")
+    v.param_dict(name, params, keys, f"a dict with keys {keys} (see iclgd.init_lsa)")
     dims = v.Dims(D=D)
     for k in keys:
-        v.array(f"params[{k!r}]", params[k], "H D D", dims)
+        v.array(f"{name}[{k!r}]", params[k], "H D D", dims)
 
 
 def lsa_risk(params: dict, ex: Exact, y_q_guess=None, y_q_bias=0.0) -> jax.Array:
@@ -297,6 +297,9 @@ def yq_lsa_risk(params: dict, ex: Exact) -> jax.Array:
     """
     what = "a dict {'attn': LSA params, 'w': (d,)} (see iclgd.init_yq_lsa)"
     v.param_dict("params", params, ("attn", "w"), what)
+    check_exact(ex)
+    _check_lsa_params(params["attn"], ex.d + 1, "params['attn']")
+    v.array("params['w']", params["w"], "d", v.Dims(d=ex.d))
     return lsa_risk(params["attn"], ex, y_q_guess=params["w"], y_q_bias=0.0)
 
 
@@ -340,8 +343,8 @@ def linear_transformer_risk(params: dict, ex: Exact) -> jax.Array:
     dims = v.Dims(D=d + 1, d=d)
     what = "a dict {'P': (1, D, D), 'Q': (1, D, D)} or {'b': (D,), 'A': (D, d)}"
     if isinstance(params, dict) and "b" in params and "A" in params:
-        b = jnp.asarray(v.array("params['b']", params["b"], "D", dims))
-        A = jnp.asarray(v.array("params['A']", params["A"], "D d", dims))
+        b = jnp.asarray(v.array("params['b']", params["b"], "D", dims, promote=True))
+        A = jnp.asarray(v.array("params['A']", params["A"], "D d", dims, promote=True))
     else:
         v.param_dict("params", params, ("P", "Q"), what)
         one = "(exact risks are for one layer)"
@@ -380,7 +383,10 @@ def ltb_risk(params: dict, ex: Exact) -> jax.Array:
     keys = ("W1", "W2", "WP", "WV", "WK", "WQ")
     v.param_dict("params", params, keys, f"a dict with keys {keys} (see iclgd.models.lsa)")
     dims = v.Dims(D=ex.d + 1)
-    p = {k: jnp.asarray(v.array(f"params[{k!r}]", params[k], "D D", dims)) for k in keys}
+    p = {
+        k: jnp.asarray(v.array(f"params[{k!r}]", params[k], "D D", dims, promote=True))
+        for k in keys
+    }
     dt = jnp.result_type(*[m.dtype for m in p.values()])
     return _reported(_ltb_risk_core({k: m.astype(dt) for k, m in p.items()}, *ex_arrays(ex, dt)))
 
@@ -431,8 +437,10 @@ def gd_risk(ex: Exact, eta, w0=None) -> jax.Array:
     """
     check_exact(ex)
     d = ex.d
-    w0 = jnp.asarray(ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d)))
-    eta = jnp.asarray(v.array("eta", eta))
+    w0 = jnp.asarray(
+        ex.prior.mu if w0 is None else v.array("w0", w0, "d", v.Dims(d=d), promote=True)
+    )
+    eta = jnp.asarray(v.array("eta", eta, promote=True))
     if eta.ndim != 0:
         raise ValueError(f"eta must be a scalar, got shape {tuple(eta.shape)}")
     dt = jnp.result_type(w0.dtype, eta.dtype, float)

@@ -396,6 +396,7 @@ def lsa_search(
     steps = v.positive_int("steps", steps)
     restarts = v.positive_int("restarts", restarts, 0)
     init_std = v.nonneg_float("init_std", init_std)
+    include_gd = v.boolean("include_gd", include_gd)
     if method not in ("auto", "subspace", "lbfgs"):
         raise ValueError(f"method must be 'auto', 'subspace' or 'lbfgs', got {method!r}")
     d = ex.d

@@ -269,9 +269,21 @@ def expect_trace_word(word: Sequence[Any], n: Any, Sigma: Any = None, eye: Any =
         eye: the ``(d, d)`` identity of the matrices' type, needed when two ``S`` are adjacent or
             the word is only ``S``'s.
     """
+    if isinstance(word, (str, bytes)) or not hasattr(word, "__iter__"):
+        raise v.ArgumentTypeError(
+            f"word must be a list of 'S' tokens and (..., d, d) matrices, got {word!r:.60}"
+        )
     word = list(word)
     if not word:
         raise ValueError("word must hold at least one token")
+    for i, t in enumerate(word):
+        if isinstance(t, str):
+            if t != "S":
+                raise ValueError(f"word[{i}] must be 'S' or a (d, d) matrix, got {t!r}")
+        elif len(getattr(t, "shape", ())) < 2 or t.shape[-1] != t.shape[-2]:
+            shape = getattr(t, "shape", None)
+            what = f"shape {tuple(shape)}" if shape is not None else type(t).__name__
+            raise v.ArgumentTypeError(f"word[{i}] must be 'S' or a (..., d, d) matrix, got {what}")
     if all(not (isinstance(t, str) and t == "S") for t in word):
         prod = word[0]
         for m in word[1:]:

@@ -49,6 +49,8 @@ def asset_path(rel: str, cache: str | os.PathLike | None = None) -> Path:
         AssetsMissingError: the file is absent or was not verified by the fetch script (its size
             differs from the one recorded in ``verified.json``); the message names the script.
     """
+    if not isinstance(rel, str) or not rel:
+        raise TypeError(f"rel must be a non-empty relative path (a str), got {rel!r}")
     root = cache_dir(cache)
     path = root / rel
     top = rel.split("/")[0]

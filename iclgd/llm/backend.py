@@ -179,7 +179,7 @@ class HFBackend:
         self.model.to(self.device).eval()
         self.load_seconds = time.perf_counter() - t0
         self._torch = torch
-        self.prefix_cache = bool(prefix_cache)
+        self.prefix_cache = v.boolean("prefix_cache", prefix_cache)
         self._prefix = None  # (input ids (1, T), key-value cache of those T tokens)
         self.prompt_tokens = self.reused_tokens = 0
 

@@ -70,6 +70,7 @@ def embed_sentences(
     if not sentences:
         raise ValueError("sentences must hold at least one sentence, got an empty list")
     batch_size = v.positive_int("batch_size", batch_size)
+    use_cache, progress = v.boolean("use_cache", use_cache), v.boolean("progress", progress)
     model_dir = asset_path(MINILM_DIR, cache)
     sentences = list(sentences)
     path = cache_dir(cache) / "embeddings" / f"{_key(model_dir, sentences)}.npy"

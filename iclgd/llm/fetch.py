@@ -51,6 +51,7 @@ import time
 import zipfile
 from pathlib import Path
 
+from .. import checks as v
 from .assets import ENV_VAR
 from .assets import cache_dir as _cache_dir
 
@@ -277,10 +278,8 @@ def fetch_assets(
     Returns ``{relative path: size in bytes}``. Raises ``ValueError`` for an unknown name and
     :class:`ChecksumError` when the registry serves other bytes than the recorded ones.
     """
-    names = list(ASSETS) if names is None else list(names)
-    unknown = [n for n in names if n not in ASSETS]
-    if unknown:
-        raise ValueError(f"names must be among {list(ASSETS)}, got {unknown}")
+    names = v.names("names", names, ASSETS)
+    reverify = v.boolean("reverify", reverify)
     return fetch(names, cache_dir(cache), reverify=reverify)
 
 
@@ -288,14 +287,15 @@ def prepare_assets(names=None, *, cache: str | os.PathLike | None = None) -> dic
     """Compute the derived caches of the fetched assets; return ``{step: seconds}``.
 
     ``"minilm"`` (with ``"stsb"``): the MiniLM embeddings of both sentences of every pair of the
-    three STS-B splits; ``"qwen"``, ``"smollm2"``: the de-quantised model copies. Names whose
-    assets are not among ``names`` are skipped.
+    three STS-B splits; ``"qwen"``, ``"smollm2"``: the de-quantised model copies. ``names`` is a
+    list of names of :data:`ASSETS` (default: all); a name with no derived cache (``"stsb"``) has
+    no step. A single string (``"minilm"``) or an unknown name raises.
     """
     from .backend import convert_gguf
     from .embed import embed_sentences
     from .stsb import load_stsb
 
-    names = list(ASSETS) if names is None else list(names)
+    names = v.names("names", names, ASSETS)
     took = {}
     if "minilm" in names:
         t0 = time.perf_counter()

@@ -92,6 +92,7 @@ def guess_mlp(params: dict, E1, E2, *, clip: bool = True) -> np.ndarray:
             f"got {X.shape[1] // 2}"
         )
     out = _mlp(params, X)
+    clip = v.boolean("clip", clip)
     return np.asarray(jnp.clip(out, 0.0, SCORE_MAX) if clip else out)
 
 
@@ -104,7 +105,7 @@ def cosine_guess(E1, E2, *, clip: bool = True) -> np.ndarray:
     if np.any(norms == 0):
         raise ValueError("E1 and E2 must have no zero rows (the cosine is undefined)")
     out = SCORE_MAX * np.sum(E1 * E2, axis=1) / norms
-    return np.clip(out, 0.0, SCORE_MAX) if clip else out
+    return np.clip(out, 0.0, SCORE_MAX) if v.boolean("clip", clip) else out
 
 
 def _train(params, X, y, order, mask, lr):
@@ -248,4 +249,5 @@ def calibrated_guess(context_guess, context_score, query_guess, *, clip: bool = 
     var = np.sum(gc**2, 1)
     b = np.divide(np.sum(gc * sc, 1), var, out=np.zeros_like(var), where=var > 0)
     out = s.mean(1) + b * (q - g.mean(1))
+    clip = v.boolean("clip", clip)
     return np.clip(out, 0.0, SCORE_MAX) if clip else out

@@ -287,6 +287,7 @@ def run_refinement(
     store = _AnswerStore(answers_file, backend)
     answers = {a: [None] * n_runs for a in arms}
     secs = {a: np.zeros(n_runs) for a in arms}
+    progress = v.boolean("progress", progress)
     bar = tqdm(total=n_runs, desc=getattr(backend, "name", "LM"), disable=not progress)
     done = 0
     for g in groups:

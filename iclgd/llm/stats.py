@@ -201,6 +201,13 @@ def format_ci(comparison: dict) -> str:
     :func:`compare_paired`'s result, to two decimals."""
     if not isinstance(comparison, dict):
         kind = type(comparison).__name__
-        raise TypeError(f"comparison must be compare_paired's dict, got {kind}")
-    c = comparison
+        raise v.ArgumentTypeError(f"comparison must be compare_paired's dict, got {kind}")
+    keys = ("mean", "ci_low", "ci_high")
+    missing = [k for k in keys if k not in comparison]
+    if missing:
+        raise ValueError(
+            f"comparison must be compare_paired's dict, with the keys 'mean', 'ci_low' and "
+            f"'ci_high'; missing {missing}"
+        )
+    c = {k: v.finite_float(f"comparison[{k!r}]", comparison[k]) for k in keys}
     return f"{c['mean']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"

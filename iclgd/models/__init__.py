@@ -101,6 +101,8 @@ def yq_lsa_model(d: int, H: int = 1, *, init_std: float = 0.1, w=None) -> Model:
     """
     d, H = v.positive_int("d", d), v.positive_int("H", H)
     init_std = v.nonneg_float("init_std", init_std)
+    if w is not None:  # checked now, not at the first init
+        w = v.array("w", w, "d", v.Dims(d=d))
 
     def predict(params, batch):
         return _lsa.yq_lsa_predict(params, _task_batch(batch))
@@ -248,7 +250,7 @@ def transformer_model(
     """
     spec = check_spec(spec)
     _transformer.check_config(d_model, H, d_ff, L, spec.K, pos_encoding)
-    n_keys = spec.N if prompt_keys_only else None
+    n_keys = spec.N if v.boolean("prompt_keys_only", prompt_keys_only) else None
     K, d_in = spec.K, spec.d + 1
 
     def init(key):

@@ -284,7 +284,7 @@ def ltb_from_yq_lsa(params: dict, c: float | None = None, *, paper: bool = False
         "WK": a["WK"],
         "WV": a["WV"],
     }
-    if paper:
+    if v.boolean("paper", paper):
         out["WK"], out["WV"] = a["WK"] @ W3, a["WV"] @ W3
     return out
 

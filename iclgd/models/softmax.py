@@ -143,7 +143,7 @@ def softmax_predict(params: dict, spec: RepresentationSpec, y: jax.Array) -> jax
     """
     spec = check_spec(spec)
     dims = _spec_dims(spec)
-    y = v.array("y", y, "B N", dims)
+    y = v.array("y", y, "B N", dims, promote=True)
     _check_softmax_params(params, dims)
     return _softmax_predict(params, spec, jnp.asarray(y))
 
@@ -168,7 +168,7 @@ def softmax_attention_map(params: dict, E: jax.Array, N: int) -> jax.Array:
     Returns:
         ``(B, K, K)``.
     """
-    E = v.array("E", E, "B d+1 K")
+    E = v.array("E", E, "B d+1 K", promote=True)
     B, D, K = E.shape
     N = v.positive_int("N", N)
     if N >= K:

@@ -66,9 +66,9 @@ def layer_norm(x: jax.Array, gain: jax.Array, bias: jax.Array, eps: float = 1e-5
         ``(..., D)``.
     """
     dims = v.Dims()
-    x = v.array("x", x, "... D", dims)
-    gain = v.array("gain", gain, "D", dims)
-    bias = v.array("bias", bias, "D", dims)
+    x = v.array("x", x, "... D", dims, promote=True)
+    gain = v.array("gain", gain, "D", dims, promote=True)
+    bias = v.array("bias", bias, "D", dims, promote=True)
     return _layer_norm(x, gain, bias, v.positive_float("eps", eps))
 
 
@@ -257,7 +257,7 @@ def transformer_predict(
         ``(B, T)`` predictions.
     """
     dims = _check_transformer_params(params)
-    inputs = v.array("inputs", inputs, "B T d_in", dims)
+    inputs = v.array("inputs", inputs, "B T d_in", dims, promote=True)
     T, D = dims["T"], dims["D"]
     if not isinstance(causal, (bool, np.bool_)):
         raise v.ArgumentTypeError(f"causal must be a bool, got {causal!r}")

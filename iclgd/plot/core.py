@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from .. import checks as v
 from .. import config
 
 __all__ = ["DPI", "MAX_WIDTH", "STYLE", "PALETTE", "style", "smooth", "log_ticks", "retina_inline"]
@@ -157,10 +158,17 @@ def log_ticks(ax, ticks: Sequence[float] | None = None, *, axis: str = "y") -> l
     """
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    if not all(hasattr(ax, f) for f in ("yaxis", "xaxis", "get_ylim", "set_ylim")):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     a = ax.yaxis if axis == "y" else ax.xaxis
     if ticks is None:
         lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
         ticks = _nice_log_ticks(lo, hi)
+    ticks = _as_array("ticks", ticks) if len(ticks) else np.zeros(0)
+    if np.any(~np.isfinite(ticks)) or np.any(ticks <= 0):
+        raise ValueError(
+            f"ticks must be finite and > 0 (a log axis has no tick at or below 0), got {ticks}"
+        )
     ticks = [float(t) for t in ticks]
     lim = ax.get_ylim() if axis == "y" else ax.get_xlim()
     a.set_ticks(ticks)
@@ -193,6 +201,9 @@ def _finish(fig: Figure) -> Figure:
 
 def _as_array(name: str, x, ndim: int = 1) -> np.ndarray:
     """``x`` as a float array of ``ndim`` dimensions, none of them empty (nothing to draw)."""
+    if isinstance(x, (str, bytes)) or np.asarray(x).dtype.kind not in "fiu":
+        kind = np.asarray(x).dtype if not isinstance(x, (str, bytes)) else "a string"
+        raise TypeError(f"{name} must be a real array, got {kind}")
     a = np.asarray(x, dtype=float)
     if a.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
@@ -203,9 +214,11 @@ def _as_array(name: str, x, ndim: int = 1) -> np.ndarray:
 
 def _nonempty(**mappings) -> None:
     """Raise ``ValueError`` naming the first argument that is empty (a figure of nothing would be
-    blank)."""
+    blank), ``TypeError`` for one that is not a mapping (a dict)."""
     for name, m in mappings.items():
-        if hasattr(m, "__len__") and len(m) == 0:
+        if not isinstance(m, Mapping):
+            raise TypeError(f"{name} must be a mapping (a dict), got {type(m).__name__}")
+        if len(m) == 0:
             raise ValueError(f"{name} must not be empty (nothing to draw)")
 
 
@@ -216,14 +229,36 @@ def _same_len(**arrays) -> int:
     return next(iter(sizes.values()))
 
 
-def _yerr(sd, n: int) -> np.ndarray | None:
+def _yerr(sd, n: int, name: str = "sd") -> np.ndarray | None:
     """Error-bar half-widths 2 sd, or None when there is no spread (one seed)."""
     if sd is None:
         return None
-    sd = _as_array("sd", sd)
+    sd = _as_array(name, sd)
     if sd.shape != (n,):
-        raise ValueError(f"standard deviations must have shape ({n},), got {sd.shape}")
+        raise ValueError(f"{name} must have shape ({n},), got {sd.shape}")
+    _spread(name, sd)
     return 2 * sd if np.any(sd > 0) else None
+
+
+def _spread(name: str, sd) -> np.ndarray:
+    """Standard deviations or errors: finite and >= 0 (a NaN bar would be drawn as nothing)."""
+    sd = np.asarray(sd, dtype=float)
+    if not np.all(np.isfinite(sd)) or np.any(sd < 0):
+        raise ValueError(f"{name} must be finite and >= 0 (a standard deviation), got {sd}")
+    return sd
+
+
+def _mean_se(name: str, pair) -> tuple[float, float]:
+    """``(mean, standard error)``: two finite numbers, the error >= 0."""
+    try:
+        a = np.asarray(pair, dtype=float) if np.ndim(pair) == 1 else np.zeros(0)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.shape != (2,) or not np.isfinite(a[0]):
+        want = "a pair (mean, standard error) of finite numbers"
+        raise ValueError(f"{name} must be {want}, got {pair!r}")
+    _spread(f"{name}'s standard error", a[1])
+    return float(a[0]), float(a[1])
 
 
 def _colors_for(keys, colors: Mapping | None) -> dict:
@@ -268,7 +303,16 @@ def _legend_below(ax, ncol: int = 1, y: float = -0.2, **kw):
 
 
 def _gd_line(ax, gd_risk: float, label: str | None = None):
-    return ax.axhline(float(gd_risk), label=label or "_nolegend_", **_GD_STYLE)
+    gd_risk = _positive("gd_risk", gd_risk)
+    return ax.axhline(gd_risk, label=label or "_nolegend_", **_GD_STYLE)
+
+
+def _positive(name: str, x) -> float:
+    """A finite number > 0: a risk or loss drawn on a log axis (NaN, 0 or less: not drawn)."""
+    x = v.finite_float(name, x)
+    if x <= 0:
+        raise ValueError(f"{name} must be > 0 (it is drawn on a log axis), got {x!r}")
+    return x
 
 
 def _mark_heads_equal_d(ax, d: int, dx: float = 0.1):
@@ -289,12 +333,14 @@ def _curve_ylim(curves, extra, ylim):
 # shared_setting
 
 
-def _trained_points(ax, x, mean, sd, exact, *, steps: int, exact_steps: int):
+def _trained_points(
+    ax, x, mean, sd, exact, *, steps: int, exact_steps: int, sd_name: str = "risk_sampled_sd"
+):
     """Trained models: sampled (squares, 2 sd bars over seeds) and exact-gradient twins (x)."""
     ax.errorbar(
         x,
         mean,
-        yerr=_yerr(sd, len(x)),
+        yerr=_yerr(sd, len(x), sd_name),
         fmt="s",
         color="tab:blue",
         mfc="none",

@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from .. import checks as v
 from .core import (
     _GD_COLOR,
     _as_array,
@@ -54,6 +55,7 @@ def heads_optimum(
         d, C: dimension and context length (title, and the vertical line at H = d).
         w_star: the prior mean, shape (d,) (title).
     """
+    d, C = v.positive_int("d", d), v.positive_int("C", C)
     heads = _as_array("heads", heads)
     risk = _as_array("risk", risk)
     exact = np.asarray(exact, dtype=bool)
@@ -120,6 +122,7 @@ def gd_gap(
             one GD step at C = ``gaps_C`` (panel c).
         gaps_C: the context length of panel (c).
     """
+    d, gaps_C = v.positive_int("d", d), v.positive_int("gaps_C", gaps_C)
     _nonempty(gaps=gaps)
     contexts = _as_array("contexts", contexts)
     risk_lsa, risk_gd = _as_array("risk_lsa", risk_lsa), _as_array("risk_gd", risk_gd)
@@ -234,6 +237,7 @@ def fig2_heads(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window of the sampled curves.
     """
+    d = v.positive_int("d", d)
     _nonempty(losses_sampled=losses_sampled, losses_exact=losses_exact)
     heads = np.asarray(heads, dtype=int)
     risk_sampled, risk_exact = (
@@ -246,6 +250,15 @@ def fig2_heads(
     )
     if show is None:
         show = [H for H in (1, 2, 5, d, d + 1) if H in losses_sampled and H in losses_exact]
+    elif isinstance(show, (str, bytes)) or not hasattr(show, "__iter__"):
+        raise TypeError(f"show must be a list of head counts, got {show!r}")
+    show = list(show)
+    for where, m in (("losses_sampled", losses_sampled), ("losses_exact", losses_exact)):
+        missing = [H for H in show if H not in m]
+        if missing:
+            raise ValueError(
+                f"show must name heads that {where} has ({sorted(m)}), got {missing} not there"
+            )
     steps = len(next(iter(losses_sampled.values())))
     exact_steps = len(next(iter(losses_exact.values())))
     with style():
@@ -374,6 +387,7 @@ def fig3_prior_mean(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
+    H, d, C = v.positive_int("H", H), v.positive_int("d", d), v.positive_int("C", C)
     _nonempty(losses=losses)
     w2_grid = _as_array("w2_grid", w2_grid)
     risk_sampled, risk_exact = (
@@ -383,6 +397,12 @@ def fig3_prior_mean(
     m = _same_len(w2_grid=w2_grid, risk_sampled=risk_sampled, risk_exact=risk_exact)
     w2_fine, optimum_fine = _as_array("w2_fine", w2_fine), _as_array("optimum_fine", optimum_fine)
     _same_len(w2_fine=w2_fine, optimum_fine=optimum_fine)
+    missing = [float(w2) for w2 in w2_grid if float(w2) not in losses]
+    if missing:
+        raise ValueError(
+            f"losses must have a curve for every value of w2_grid; no key {missing} among "
+            f"{sorted(losses)}"
+        )
     steps = len(next(iter(losses.values())))
     with style():
         fig = _new_figure(8.0, 5.6)
@@ -471,6 +491,7 @@ def fig4_initial_guess(
         ylim: y-limits of panel (a); default: the range of the drawn curves.
         window: moving-average window.
     """
+    H, d, C = v.positive_int("H", H), v.positive_int("d", d), v.positive_int("C", C)
     _nonempty(losses_bias=losses_bias, losses_guess=losses_guess)
     s_grid = _as_array("s_grid", s_grid)
     arrays = {
@@ -495,13 +516,19 @@ def fig4_initial_guess(
 
         ax = ax_a
         curves = []
-        for losses, name, cmap, skip in (
-            (losses_bias, "c^2", plt.cm.Blues, ()),
-            (losses_guess, "\\|g\\|^2", plt.cm.Oranges, (0.0,) if 0.0 in losses_bias else ()),
+        for losses, arg, name, cmap, skip in (
+            (losses_bias, "losses_bias", "c^2", plt.cm.Blues, ()),
+            (
+                losses_guess,
+                "losses_guess",
+                "\\|g\\|^2",
+                plt.cm.Oranges,
+                (0.0,) if 0.0 in losses_bias else (),
+            ),
         ):
             keys = [s for s in sorted(losses) if s not in skip]
             for s, col in zip(keys, cmap(np.linspace(0.45, 0.95, len(keys))), strict=True):
-                y, x = smooth(_as_array("losses", losses[s]), window)
+                y, x = smooth(_as_array(f"{arg}[{s:g}]", losses[s]), window)
                 ax.plot(x, y, color=col, lw=1.3, label=f"${name} = {s:g}$")
                 curves.append(y)
         _smoothed_training_axes(
@@ -510,9 +537,10 @@ def fig4_initial_guess(
         )  # fmt: skip
         _legend_right(ax, ncol=2 if len(curves) > 7 else 1)
 
-        for ax, opt, mean, sd, ex, xl, tl in (
+        for ax, which, opt, mean, sd, ex, xl, tl in (
             (
                 ax_b,
+                "bias",
                 optimum_bias,
                 arrays["risk_bias"],
                 risk_bias_sd,
@@ -522,6 +550,7 @@ def fig4_initial_guess(
             ),
             (
                 ax_c,
+                "guess",
                 optimum_guess,
                 arrays["risk_guess"],
                 risk_guess_sd,
@@ -532,13 +561,16 @@ def fig4_initial_guess(
         ):
             ax.plot(
                 s_fine,
-                _as_array("optimum", opt),
+                _as_array(f"optimum_{which}", opt),
                 "-",
                 color="black",
                 label="exact optimum, $H \\geq d + 1$",
             )
             _gd_line(ax, gd_risk, "one GD step from 0 (exact)")
-            _trained_points(ax, s_grid, mean, sd, ex, steps=steps, exact_steps=exact_steps)
+            _trained_points(
+                ax, s_grid, mean, sd, ex, steps=steps, exact_steps=exact_steps,
+                sd_name=f"risk_{which}_sd",
+            )  # fmt: skip
             ax.set(xlabel=xl, title=f"{tl}, slope {slope}\n({scale} scale)")
         ax_b.set_ylabel("final ICL risk")
         ax_c.tick_params(labelleft=False)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
+from .. import checks as v
 from .core import _as_array, _finish, _legend_below, _new_figure, _nonempty, log_ticks, style
 
 __all__ = [
@@ -79,23 +80,45 @@ def single_layer_regulariser(
     return _finish(fig)
 
 
-def multilayer_scalars(Ls, risks_exact, a_exact, risks_trained, d: int, n: int) -> Figure:
+def multilayer_scalars(
+    Ls, risks_exact, a_exact, risks_trained, d: int, n: int, *, risks_unconstrained=None
+) -> Figure:
     """The optimum on Theorem 4's set against the number of layers (``part3/multi_layer``).
 
     Args:
         Ls: ``(m,)`` numbers of layers.
         risks_exact: ``(m,)`` exact minimal loss on the set ``S``.
         a_exact: list of ``m`` arrays, the optimal scalars ``a_l`` for each ``L``.
-        risks_trained: ``(m,)`` loss reached by training unconstrained ``A_l`` (or NaN).
+        risks_trained: ``(m,)`` loss reached by training unconstrained ``A_l`` (NaN where no model
+            was trained): trained models only.
         d, n: sizes (title).
+        risks_unconstrained: optional ``(m,)`` exact optimum over unconstrained ``A_l`` where it is
+            known (NaN elsewhere), drawn apart from the trained models.
     """
+    d, n = v.positive_int("d", d), v.positive_int("n", n)
     Ls = _as_array("Ls", Ls)
     risks_exact = _as_array("risks_exact", risks_exact)
     risks_trained = _as_array("risks_trained", risks_trained)
+    extra = {"risks_exact": risks_exact, "risks_trained": risks_trained}
+    if risks_unconstrained is not None:
+        extra["risks_unconstrained"] = _as_array("risks_unconstrained", risks_unconstrained)
+    for name, vals in extra.items():
+        if vals.shape != Ls.shape:
+            raise ValueError(f"{name} must have the shape of Ls, {Ls.shape}, got {vals.shape}")
     with style():
         fig = _new_figure(8.0, 3.6)
         ax1, ax2 = fig.subplots(1, 2)
         ax1.plot(Ls, risks_exact, "o-", label="exact optimum on $S$")
+        if risks_unconstrained is not None:
+            ax1.plot(
+                Ls,
+                extra["risks_unconstrained"],
+                "s",
+                ms=10,
+                mfc="none",
+                color="C2",
+                label="exact optimum, unconstrained $A_l$",
+            )
         ax1.plot(Ls, risks_trained, "x", ms=9, color="C3", label="trained, unconstrained $A_l$")
         ax1.set_yscale("log")
         ax1.set_xticks(Ls)
@@ -142,8 +165,26 @@ def training_dists(
     _nonempty(panels=panels)
     steps = _as_array("steps", steps)
     losses = _as_array("losses", losses, 2)
+    seeds = losses.shape[0]  # every array of seeds must have the same S: one row per seed
+    for name, curves in panels.items():
+        for lab, vals in curves.items():
+            vals = _as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
+            if vals.shape != (seeds, steps.size):
+                raise ValueError(
+                    f"panels[{name!r}][{lab!r}] must be (S, R) = ({seeds}, {steps.size}) "
+                    f"(S seeds as in losses, R steps), got {vals.shape}"
+                )
+    for lab, vals in (extra_loss or {}).items():
+        vals = _as_array(f"extra_loss[{lab!r}]", vals)
+        if vals.shape != (seeds,):
+            raise ValueError(
+                f"extra_loss[{lab!r}] must be (S,) = ({seeds},) (S seeds as in losses), "
+                f"got {vals.shape}"
+            )
     names = list(panels)
     total = len(names) + 1
+    ncols = v.positive_int("ncols", ncols)
+    loss_at = v.positive_int("loss_at", loss_at, minimum=0)
     if not 0 <= loss_at < total:
         raise ValueError(f"loss_at must be in 0..{total - 1}, got {loss_at}")
     nrows = -(-total // ncols)

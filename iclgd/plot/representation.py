@@ -9,7 +9,16 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from .core import _as_array, _finish, _new_figure, _same_len, style
+from .. import checks as v
+from .core import (
+    _as_array,
+    _finish,
+    _mean_se,
+    _new_figure,
+    _positive,
+    _same_len,
+    style,
+)
 
 __all__ = ["lemma5_check", "theorem1_rate", "heads_sweep", "fig2a_inference", "fig3_gap"]
 
@@ -35,6 +44,9 @@ def lemma5_check(
         gap: ``(R,)`` ``L(theta_t) - L*`` (positive).
         dist: ``(R,)`` ``||A_hat(theta_t) - A||_F``.
     """
+    for name, m in (("estimates", estimates), ("closed_forms", closed_forms)):
+        if not isinstance(m, Mapping):
+            raise TypeError(f"{name} must be a mapping (a dict), got {type(m).__name__}")
     if not estimates or not closed_forms:
         raise ValueError("estimates and closed_forms must be non-empty mappings")
     steps, gap, dist = _as_array("steps", steps), _as_array("gap", gap), _as_array("dist", dist)
@@ -44,7 +56,8 @@ def lemma5_check(
     with style():
         fig = _new_figure(8.0, 3.4)
         ax1, ax2 = fig.subplots(1, 2)
-        for i, (mean, se) in enumerate(estimates.values()):
+        for i, (label, pair) in enumerate(estimates.items()):
+            mean, se = _mean_se(f"estimates[{label!r}]", pair)
             ax1.errorbar([i], [mean], yerr=[4 * se], fmt="o", color="k", capsize=4)
         ax1.set_xticks(range(len(estimates)), list(estimates), fontsize=9)
         for j, (label, val) in enumerate(closed_forms.items()):
@@ -94,15 +107,20 @@ def heads_sweep(curves: Mapping[int, np.ndarray], L_star: float) -> Figure:
     ``H`` (``book/part2/training``), with ``L*`` as a dashed line.
 
     Args:
-        curves: ``H`` -> ``(T,)`` losses (a run that diverged may be shorter).
-        L_star: the minimum of the loss.
+        curves: ``H`` -> ``(T,)`` losses (a run that diverged may be shorter; one that diverged
+            at step 0, whose losses are empty, is drawn as nothing, its legend entry saying so).
+        L_star: the minimum of the loss (``> 0``: a line on the log axis).
     """
-    if not curves:
+    if not isinstance(curves, Mapping) or not curves:
         raise ValueError("curves must be a non-empty mapping H -> losses")
+    L_star = _positive("L_star", L_star)
     with style():
         fig = _new_figure(6.5, 3.8)
         ax = fig.subplots()
         for i, (H, loss) in enumerate(curves.items()):
+            if np.size(loss) == 0 and np.ndim(loss) == 1:  # diverged at step 0: nothing to draw
+                ax.semilogy([], [], color=f"C{i % 10}", label=f"H={H} (diverged at step 0)")
+                continue
             loss = _as_array(f"curves[{H}]", loss)
             ax.semilogy(np.arange(loss.size), loss, color=f"C{i % 10}", label=f"H={H}")
         ax.axhline(L_star, color="k", ls="--", lw=1, label=r"$L^\star$")
@@ -160,6 +178,7 @@ def fig3_gap(Ns, gaps, m: int) -> Figure:
     """
     Ns = _as_array("Ns", Ns)
     gaps = _as_array("gaps", gaps, ndim=2)
+    m = v.positive_int("m", m)
     if gaps.shape[1] != Ns.size:
         raise ValueError(f"gaps must have shape (S, {Ns.size}) to match Ns, got {gaps.shape}")
     if np.any(gaps < 0):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
+from .. import checks as v
 from .core import (
     _as_array,
     _curve_ylim,
@@ -14,6 +15,7 @@ from .core import (
     _finish,
     _gd_line,
     _legend_below,
+    _mean_se,
     _new_figure,
     _nonempty,
     _scale_text,
@@ -49,7 +51,8 @@ def fig1_prior_mean(
         scale: ``"ci"`` or ``"paper"`` (title); ``None`` reads ``iclgd.scale()``.
         window: moving-average window of the training curves (:func:`smooth`).
     """
-    _nonempty(losses=losses)
+    _nonempty(losses=losses, evaluation=evaluation)
+    d, C = v.positive_int("d", d), v.positive_int("C", C)
     if set(losses) != set(evaluation):
         raise ValueError(f"losses and evaluation need the same runs: {list(losses)}, {evaluation}")
     with style():
@@ -63,7 +66,7 @@ def fig1_prior_mean(
             curves.append(y)
             col = colors[i % len(colors)]
             ax.plot(x, y, color=col, label=f"LSA, {name} (train, {window}-step mean)")
-            ev, se = evaluation[name]
+            ev, se = _mean_se(f"evaluation[{name!r}]", evaluation[name])
             ax.errorbar(
                 [loss.size], [ev], yerr=[2 * se], fmt="o", color=col, mec="k", capsize=4, zorder=3
             )

@@ -16,7 +16,7 @@ import sympy as sp
 from sympy.polys.polyerrors import PolynomialError
 from sympy.polys.polyutils import dict_from_expr
 
-from ..checks import finite_array
+from ..checks import boolean, finite_array
 from .core import as_expr, as_matrix, flatten_params
 
 __all__ = ["frobenius", "bottom_right", "gradient", "lambdify_risk", "lambdify_gradient"]
@@ -260,7 +260,7 @@ def lambdify_risk(
         >>> float(f([3.0]))
         4.0
     """
-    return _compile(risk, params, constants, backend, cse, want_grad=False)
+    return _compile(risk, params, constants, backend, boolean("cse", cse), want_grad=False)
 
 
 def lambdify_gradient(
@@ -283,4 +283,4 @@ def lambdify_gradient(
         >>> g([1.0, 2.0]).tolist()
         [4.0, 1.0]
     """
-    return _compile(risk, params, constants, backend, cse, want_grad=True)
+    return _compile(risk, params, constants, backend, boolean("cse", cse), want_grad=True)

@@ -133,6 +133,18 @@ def as_expr(name: str, value: Any) -> sp.Expr:
     return e
 
 
+def as_size(name: str, value: Any) -> sp.Expr:
+    """A size (a context length ``C``, a dimension): an integer ``>= 1``, or a sympy expression
+    not known to be below 1 or non-integer (a symbol such as ``C``); ``ValueError`` otherwise."""
+    e = as_expr(name, value)
+    if e.is_number:
+        if not (e.is_integer and e >= 1):
+            raise ValueError(f"{name} must be an integer >= 1 or a sympy symbol, got {value!r}")
+    elif e.is_integer is False or e.is_positive is False:
+        raise ValueError(f"{name} must be a size (an integer >= 1), got {value!r}")
+    return e
+
+
 def as_vector(name: str, value: Any, n: int | None, what: str = "") -> list[sp.Expr]:
     """A list of ``n`` scalar expressions from a list, tuple, 1-D array or vector Matrix."""
     if isinstance(value, sp.MatrixBase):

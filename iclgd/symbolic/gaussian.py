@@ -435,9 +435,26 @@ def expect_nested(expr: Any, stages: Sequence[Sequence[GroupLike] | GaussianBloc
     """
     if isinstance(stages, GaussianBlock) or not isinstance(stages, (list, tuple)) or not stages:
         raise ValueError("stages must be a non-empty list of group lists (innermost first)")
+    blocks = [_as_blocks(stage) for stage in stages]
+    done: dict[sp.Symbol, int] = {}  # variable -> the stage integrating it
+    for k, stage in enumerate(blocks):
+        mine = {x for b in stage for x in b.symbols}
+        again = sorted((str(x) for x in mine if x in done), key=str)
+        if again:
+            raise ValueError(f"stages[{k}] integrates {again} again (an earlier stage did)")
+        dep = set().union(*(e.free_symbols for b in stage for e in b.mean))
+        dep |= set().union(*(b.cov.free_symbols for b in stage if b.cov is not None))
+        early = sorted({str(x) for x in dep if x in done})
+        if early:
+            j = min(done[x] for x in dep if x in done)
+            raise ValueError(
+                f"stages must be ordered innermost first: the law of stages[{k}] depends on "
+                f"{early}, integrated by the earlier stages[{j}]; put stages[{k}] before it"
+            )
+        done.update(dict.fromkeys(mine, k))
     out = expr
-    for k, stage in enumerate(stages):
-        out = _expect(out, _as_blocks(stage), "expr" if k == 0 else f"stage {k - 1} result")
+    for k, stage in enumerate(blocks):
+        out = _expect(out, stage, "expr" if k == 0 else f"stage {k - 1} result")
     return out
 
 
@@ -481,6 +498,7 @@ def symbolic_risk(pred: Any, target: Any, groups: Sequence[GroupLike] | Gaussian
         1
     """
     eng = _Engine(_as_blocks(groups))
-    r = eng.poly(sp.sympify(pred) - sp.sympify(target), "pred - target")
+    pred, target = as_expr("pred", pred), as_expr("target", target)
+    r = eng.poly(pred - target, "pred - target")
     (dr,) = eng.set_domain([r])
     return eng.expect_bilinear(dr, dr)

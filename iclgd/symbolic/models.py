@@ -313,6 +313,8 @@ def linear_regression_task(
     extra: list[GaussianBlock] = []
     if noise_std is not None:
         s = as_expr("noise_std", noise_std)
+        if s.is_negative or (s.is_number and not s.is_nonnegative):
+            raise ValueError(f"noise_std must be >= 0 (a standard deviation), got {noise_std!r}")
         noise = gaussian_vector("eps", C)
         noise_q = sp.Symbol("eps_q", real=True)
         y = y + s * noise

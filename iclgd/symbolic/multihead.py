@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import sympy as sp
 
 from ..checks import positive_int
-from .core import as_expr, as_matrix, as_vector, gaussian_vector
+from .core import as_expr, as_matrix, as_size, as_vector, gaussian_vector
 from .gaussian import expect_independent
 
 __all__ = [
@@ -191,7 +191,7 @@ def closed_form_M_expr(i: int, C: Any, w_star: Any) -> sp.Matrix:
 
     Args:
         i: 0-based index, ``0 <= i <= d``.
-        C: context length, a number or a sympy symbol.
+        C: context length, an integer ``>= 1`` or a sympy symbol.
         w_star: ``d`` expressions, the prior mean.
 
     Returns:
@@ -205,7 +205,7 @@ def closed_form_M_expr(i: int, C: Any, w_star: Any) -> sp.Matrix:
     i = positive_int("i", i, 0)
     if i > d:
         raise ValueError(f"i must be <= d = {d}, got {i}")
-    C = as_expr("C", C)
+    C = as_size("C", C)
     if i == d:
         return sp.zeros(D, D)
     kappa, eta = C / (C * d + 2), C / (C + d + 1)

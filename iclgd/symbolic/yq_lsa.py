@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from ..checks import positive_int
+from ..checks import boolean, positive_int
 from .calculus import gradient
 from .core import (
     ExprLike,
@@ -139,6 +139,7 @@ def yq_lsa_gd_point_gradient(d: int, C: int, *, full: bool, eta: ExprLike = ETA)
         :class:`GDPointGradient`; ``grad == expected`` term by term if the theorem holds.
     """
     d, C = positive_int("d", d), positive_int("C", C)
+    full = boolean("full", full)
     eta = as_expr("eta", eta)
     v = gaussian_vector("v", d)
     t = linear_regression_task(d, C, w_star="w", y_q=lambda x_q, ws: (v.T * x_q)[0, 0])

@@ -419,7 +419,7 @@ def linear_guess(x_q: jax.Array, guess=None, bias=0.0) -> jax.Array:
         ``(B,)`` initial guesses.
     """
     dims = v.Dims()
-    x_q = v.array("x_q", x_q, "B d", dims)
+    x_q = v.array("x_q", x_q, "B d", dims, promote=True)
     out = jnp.zeros(x_q.shape[:-1]) + v.finite_float("bias", bias)
     if guess is not None:
         out = out + x_q @ jnp.asarray(v.array("guess", guess, "d", dims), dtype=float)
@@ -485,18 +485,37 @@ def haar_orthogonal(key: jax.Array, d: int) -> jax.Array:
 
 def paper_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.Array:
     """``Sigma = U^T D^2 U`` of Secs. 5.3 and 6.1, ``U`` Haar, ``D = diag(diag)`` (the paper's
-    ``(1, 1, 0.5, 0.25, 1)`` by default)."""
-    D = _diag(diag)
+    ``(1, 1, 0.5, 0.25, 1)`` by default).
+
+    ``Sigma`` is computed in JAX's float dtype; a ``diag`` whose ratio ``max / min`` gives
+    ``Sigma`` a condition number ``(max / min)^2`` that dtype cannot hold to 1 % in its smallest
+    eigenvalue (above ``0.01 / (d eps)``: about 1.7e4 in float32 for ``d = 5``, so a ratio above
+    ~130) raises ``ValueError``; compute it under ``jax.enable_x64(True)`` instead."""
+    D = _diag(diag, sigma=True)
     U = haar_orthogonal(key, D.shape[0])
     S = U.T @ (D[:, None] ** 2 * U)
     return (S + S.T) / 2
 
 
-def _diag(diag) -> jax.Array:
-    """Check the diagonal of ``D`` (a non-empty vector of finite positive numbers)."""
+def _diag(diag, sigma: bool = False) -> jax.Array:
+    """Check the diagonal of ``D`` (a non-empty vector of finite positive numbers); with
+    ``sigma``, also that ``Sigma = U^T D^2 U`` is computed to 1 % in its smallest eigenvalue in
+    JAX's float dtype (condition number ``(max / min)^2 <= 0.01 / (d eps)``)."""
     D = v.array("diag", diag, "d")
-    if not v.is_tracer(D) and not np.all(np.asarray(D) > 0):
+    if v.is_tracer(D):
+        return jnp.asarray(D, dtype=float)
+    a = np.asarray(D, dtype=np.float64)
+    if not np.all(a > 0):
         raise ValueError(f"diag must be a vector of positive numbers, got {diag!r}")
+    dt = v.float_dtype()
+    most = 0.01 / (a.size * np.finfo(dt).eps)
+    ratio = float(a.max() / a.min())
+    if sigma and ratio**2 > most:
+        raise ValueError(
+            f"diag's ratio max / min = {ratio:.3g} gives Sigma the condition number "
+            f"{ratio**2:.3g}, more than {dt} holds to 1 % in its smallest eigenvalue "
+            f"(0.01 / (d eps) = {most:.3g}); compute Sigma under jax.enable_x64(True)"
+        )
     return jnp.asarray(D, dtype=float)
 
 
@@ -509,13 +528,15 @@ def paper_prompt_sigma(key: jax.Array, diag=(1.0, 1.0, 0.5, 0.25, 1.0)) -> jax.A
 
     Args:
         key: a PRNG key (the one given to :func:`sample_paper_prompts`).
-        diag: the diagonal of ``D``, ``(d,)`` positive numbers.
+        diag: the diagonal of ``D``, ``(d,)`` positive numbers; ``(max / min)^2`` at most
+            ``0.01 / (d eps)`` of JAX's float dtype, as for :func:`paper_sigma` (``ValueError``
+            otherwise: use ``jax.enable_x64(True)``).
 
     Returns:
         ``(d, d)`` ``Sigma``.
     """
     v.prng_key("key", key)
-    D = _diag(diag)
+    D = _diag(diag, sigma=True)
     U = haar_orthogonal(jax.random.fold_in(key, 0), D.shape[0])
     root = U.T @ (D[:, None] * U)  # Sigma^{1/2}
     Sigma = root @ root

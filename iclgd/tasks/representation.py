@@ -394,7 +394,7 @@ def embed_representation(spec: RepresentationSpec, y: jax.Array) -> jax.Array:
         ``(v_k, 0)`` for ``k > N``.
     """
     spec = check_spec(spec)
-    y = v.array("y", y, "B N", v.Dims(N=spec.N))
+    y = v.array("y", y, "B N", v.Dims(N=spec.N), promote=True)
     return _embed(spec, jnp.asarray(y))
 
 
@@ -424,7 +424,7 @@ def representation_labels(
     """
     v.prng_key("key", key)
     spec = check_spec(spec)
-    lam = v.array("lam", lam, "B m", v.Dims(m=spec.m))
+    lam = v.array("lam", lam, "B m", v.Dims(m=spec.m), promote=True)
     return _labels(key, spec, jnp.asarray(lam))
 
 

@@ -20,8 +20,11 @@ def _check_args(args) -> tuple:
     return tuple(args)
 
 
-def _check_common(loss_fn, args, metrics) -> tuple:
-    """Checks shared by :func:`train` and :func:`train_seeds`; returns ``args`` as a tuple."""
+def _check_common(loss_fn, args, metrics, **flags) -> tuple:
+    """Checks shared by :func:`train` and :func:`train_seeds` (``flags``: their bool arguments,
+    ``fixed_key=...``, ``has_aux=...``); returns ``args`` as a tuple."""
+    for name, value in flags.items():
+        v.boolean(name, value)
     v.function("loss_fn", loss_fn, _LOSS_FN)
     if metrics is not None:
         v.function("metrics", metrics, "a function metrics(params) -> pytree")

@@ -55,7 +55,7 @@ from .checks import (  # _LOSS_FN, _check_args: also imported from here by losse
     _chunking,
     _loss_output,
 )
-from .optim import _build, _resolve
+from .optim import _build, _resolve, _value_and_grad
 
 __all__ = [
     "TrainResult",
@@ -146,14 +146,14 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol=No
 
     ``conv`` is ``(step, loss, aux)``: the step at which the gradient's largest entry was at most
     ``gtol`` (``-1``: not yet), and the loss and aux of that step; a converged run's later steps
-    are no-ops (``lax.cond``: skipped, not computed, outside ``vmap``) that repeat them.
-    """
+    are no-ops (``lax.cond``: skipped, not computed, outside ``vmap``) that repeat them. Named
+    L-BFGS takes each step's value and gradient from its line search (``optim._value_and_grad``)."""
     cache_key = (loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol)
     if cache_key in _RUNNERS:
         _RUNNERS.move_to_end(cache_key)
         return _RUNNERS[cache_key]
     name_or_opt, lr_groups = opt_key
-    lbfgs = name_or_opt == "lbfgs"
+    reuse = (lbfgs := name_or_opt == "lbfgs") and not lr_groups and not has_aux
 
     def run(params, state, key, bad, conv, start, end, lr, args):
         _TRACES[0] += 1
@@ -177,7 +177,7 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol=No
         def active(carry, i):
             params, state, bad, conv = carry
             k = key if fixed_key else jax.random.fold_in(key, i)
-            (loss, aux), grads = jax.value_and_grad(value, has_aux=True)(params, k)
+            (loss, aux), grads = _value_and_grad(value, params, k, state, reuse)
             # L-BFGS's zoom line search takes the value, the gradient and the loss function
             search = (
                 dict(value=loss, grad=grads, value_fn=lambda p: value(p, k)[0]) if lbfgs else {}
@@ -420,7 +420,7 @@ def train(
     """
     steps = v.positive_int("steps", steps)
     v.prng_key("key", key)
-    args = _check_common(loss_fn, args, metrics)
+    args = _check_common(loss_fn, args, metrics, fixed_key=fixed_key, has_aux=has_aux)
     gtol = _check_gtol(gtol)
     _check_params("params", params, learning_rate if isinstance(optimizer, str) else None)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
@@ -505,7 +505,7 @@ def train_seeds(
     S = v.prng_keys("keys", keys)
     init = init_fn.init if isinstance(init_fn, Model) else init_fn
     v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
-    args = _check_common(loss_fn, args, metrics)
+    args = _check_common(loss_fn, args, metrics, fixed_key=fixed_key, has_aux=has_aux)
     seed_args = _check_seed_args(seed_args, S)
     gtol = _check_gtol(gtol)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
