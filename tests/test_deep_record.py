@@ -1,17 +1,17 @@
 """Part II deep's paper-scale verdicts, checked on the runs that record was made from.
 
-The chapter's paper-scale record (``book/_generated/paper_runs.json``, one NVIDIA H200,
-2026-11-27) was trained from the seven runs committed in ``scripts/run_cache/``
-(``iclgd.training.timed_train`` with ``store=``): each holds the losses, the inference losses and
-the steps per second of one number of heads $H$. Part II's claims table reads the verdicts on
-Figs. 2(b) and 5 from that record's glued numbers. The chapter's Fig. 5 cell asserts those
-verdicts at paper scale since 2026-11-28, after the record was made (its cell 9 then asserted the
-ci run's reading and failed), so the record is stale until a GPU re-executes the chapter, which
-loads these runs (CONTRIBUTING.md, "A session lent a GPU"). These tests recompute the glued numbers
-from the saved runs with the chapter's function (``iclgd.metrics.equal_budget``) and check each
-verdict: they execute the chapter's own paper-scale assert cell on the saved runs (and check that
-it fails on runs that say what the paper says), so that the chapter and the tests cannot drift.
-Re-recording the chapter replaces both, and the tests check the new pair.
+The chapter's paper-scale record (``book/_generated/paper_runs.json``, one NVIDIA H200, 2026-11-27)
+was trained from the seven runs committed in ``scripts/run_cache/`` (``iclgd.training.timed_train``
+with ``store=``): each holds the losses, the inference losses and the steps per second of one number
+of heads $H$. Part II's claims table reads the verdicts on Figs. 2(b) and 5 from that record's glued
+numbers. The chapter's Fig. 5 cell asserts those verdicts at paper scale since 2026-11-28, after the
+record was made (its cell 9 then asserted the ci run's reading and failed), so the record is stale
+until a GPU re-executes the chapter (which trains again since the trainer changed on 2026-12-02:
+CONTRIBUTING.md, "A session lent a GPU"). These tests recompute the glued numbers from the saved
+runs with the chapter's function (``iclgd.metrics.equal_budget``) and check each verdict: they
+execute the chapter's own paper-scale assert cell on the saved runs (and check that it fails on runs
+that say what the paper says), so that the chapter and the tests cannot drift. Re-recording the
+chapter replaces both, and the tests check the new pair.
 """
 
 import json
