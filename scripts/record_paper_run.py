@@ -585,6 +585,12 @@ FRESHNESS_TEXT = {
 }
 
 
+def status_label(docname: str) -> str:
+    """The target of a chapter's entry on the status page: ``book/part2/training`` ->
+    ``paper-run-part2-training`` (the chapter's line under its title links to it)."""
+    return "paper-run-" + docname.removeprefix("book/").replace("/", "-").replace("_", "-")
+
+
 def render_markdown(
     runs: dict[str, Any], link_for: Any = None, chapters: dict[str, Path] | None = None
 ) -> str:
@@ -649,7 +655,8 @@ def render_markdown(
         if run is None:
             continue
         ex = run.get("execution") or {}
-        lines += ["", f"**{cell(titles[key])}** at paper scale: {_result(ex)}.", ""]
+        label = status_label(key.removesuffix(".ipynb"))
+        lines += ["", f"({label})=", f"**{cell(titles[key])}** at paper scale: {_result(ex)}.", ""]
         failed = {a["cell"] for a in run.get("asserts") or [] if a["held"] is False}
         failed |= {f["cell"] for f in ex.get("failed_cells") or []}
         for c in run.get("cells", []):

@@ -130,7 +130,10 @@ def _small_book(root: Path, directive: str, record: str = "fresh") -> Path:
     book = root / "book"
     (book / "_generated" / "paper_runs").mkdir(parents=True)
     (book / "ch.ipynb").write_text(json.dumps(nb), encoding="utf8")
-    (book / "status.md").write_text("# Status\n", encoding="utf8")
+    # the chapter's entry, as record_paper_run.render_markdown writes it (the line under the
+    # chapter's title links to it)
+    status = "# Status\n\n(paper-run-ch)=\n**ch** at paper scale.\n"
+    (book / "status.md").write_text(status, encoding="utf8")
     (book / "_generated" / "paper_runs" / "book-ch-1.png").write_bytes(_png(8, 6))
     (root / "index.md").write_text(
         "# Book\n\n```{toctree}\nbook/ch\nbook/status\n```\n", encoding="utf8"
@@ -195,7 +198,11 @@ def test_paper_figure_shows_the_record_unnumbered_with_links(tmp_path):
     assert 'href="#the-experiment"' in box and "The experiment</a>" in box, box  # ... its section
     assert "The paper reports <em>this</em>; the book finds it, at " in box, box
     assert re.search(r"at <span[^>]*>0\.25</span>\.", box), box  # the glued value
-    assert "a test machine" in box and "2026-11-20" in box and "abc1234" in box, box
+    # where and when the run was made: once, in the line under the title, not in the caption
+    assert "a test machine" not in box and "2026-11-20" not in box, box
+    line = html.split('class="iclgd-paper-run', 1)[1].split("</p>", 1)[0]
+    assert "a test machine" in line and "2026-11-20" in line and "abc1234" in line, line
+    assert 'status.html#paper-run-ch"' in line, line  # to the chapter's entry on the status page
     assert "Stale record" not in box
     # the figure keeps its number; the preview takes none (no second "Fig. 1", no "Fig. 2")
     assert html.count('<span class="caption-number">') == 1, html

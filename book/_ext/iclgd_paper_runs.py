@@ -7,13 +7,16 @@ puts the second beside the first, with nothing to write in the chapters:
 1. **Each output that depends on the scale** — a code cell whose recorded paper-scale output has
    a figure, or printed text other than the ci output's — becomes a tab set
    (sphinx-design's nodes): *Paper scale*, selected by default, with the recorded text and
-   figures, the line "asserts of this cell held / failed: …" where the cell asserts, and the
-   record's device and date; *ci (this page)* with the cell's own output. Cells whose output is
-   the same at both scales (exact computations) are left as they are.
+   figures and the line "asserts of this cell held / failed: …" where the cell asserts (the
+   record's device and date are said once, in the line of item 2); *ci (this page)* with the
+   cell's own output. Cells whose output is the same at both scales (exact computations) are left
+   as they are.
 2. **A line under each chapter's title** says which paper-scale run the page shows: device, date,
    commit, whether the record is *fresh* (same code-cell sha256 as the committed notebook) or
-   *stale* (the chapter's code changed since: the tabs then say so too), and how many of its
-   asserting cells held; with a link to the status page. A chapter without a record says that.
+   *stale* (the chapter's code changed since), how many of its asserting cells held, and this
+   page's own ci run (date, cores, wall time, JAX), in one paragraph; with a link to the
+   chapter's entry on the status page (``record_paper_run.status_label``). A chapter without a
+   record says that.
 3. **The role** ``{paper-glue}`key``` (or ``{paper-glue}`other.ipynb::key```, a path relative to the
    page, as for myst-nb's ``{glue:text}``) writes a value that the paper-scale run glued, so a
    paper-scale number in prose or in a claims table is never typed. It renders as
@@ -34,11 +37,11 @@ puts the second beside the first, with nothing to write in the chapters:
    that figure's paper-scale run from the record (the cell's recorded PNG), unnumbered: the number
    belongs to the figure itself, further down, where the experiment runs and the paper-scale and
    ci-scale runs sit side by side. Its caption starts "Preview of Fig. N at paper scale" (a link
-   to Fig. N), then the text of the directive, the record's device and date (and "Stale record"
-   where the chapter's code changed since the run), and a link to the section where the figure's
-   experiment runs. A label that is no figure of the chapter, or a chapter whose record has no
-   figure for that cell (no record, or a run that drew none), is a build warning (an error under
-   ``-W``).
+   to Fig. N), then the text of the directive ("Stale record." where the chapter's code changed
+   since the run; the device and date are in the line of item 2), and a link to the section where
+   the figure's experiment runs. A label that is no figure of the chapter, or a chapter whose
+   record has no figure for that cell (no record, or a run that drew none), is a build warning
+   (an error under ``-W``).
 
 ``scripts/make_reader_notebooks.py`` writes the role's value into the reader notebooks (Colab),
 and the directive as a paragraph with the paper-scale PNG attached to the cell.
@@ -113,12 +116,13 @@ def ci_text(cell: dict[str, Any]) -> str:
     return cells[0]["text"] if cells else ""
 
 
-def _status_ref(docname: str, text: str) -> nodes.Node:
+def _status_ref(docname: str, text: str, label: str | None = None) -> nodes.Node:
+    """A link to the status page, or to its target ``label`` (a chapter's entry there)."""
     ref = addnodes.pending_xref(
         "",
         refdomain="std",
-        reftype="doc",
-        reftarget="/book/status",
+        reftype="ref" if label else "doc",
+        reftarget=label or "/book/status",
         refexplicit=True,
         refdoc=docname,
         refwarn=True,
@@ -202,10 +206,7 @@ class PaperRunTabs(SphinxTransform):
         from sphinx_design.shared import create_component
 
         content = create_component("tab-content", classes=["sd-tab-content"])
-        where = f"ICLGD_SCALE=paper on {describe(run)}."
-        if state == "stale":
-            where += " Stale record: the chapter's code has changed since this run."
-        content += nodes.paragraph(where, where, classes=["iclgd-paper-where"])
+        # where and when the run was made: once per page, in the line under the title
         line = _assert_line(entry)
         if line is not None:
             content += line
@@ -234,25 +235,11 @@ class PaperRunTabs(SphinxTransform):
         return tab_set
 
     def _page_line(self, docname: str, run: dict[str, Any] | None, state: str) -> None:
+        """One line under the title: the paper-scale run (where, when, fresh or stale, asserts),
+        this page's ci run, and a link to the chapter's entry on the status page."""
         section = next(iter(self.document.findall(nodes.section)), None)
         if section is None or not section.children:
             return
-        para = nodes.paragraph(classes=["iclgd-paper-run"])
-        para += nodes.strong("", "Paper-scale run: ")
-        if run is None:
-            text = "none recorded yet; the outputs below are this page's ci-scale run ("
-            para += nodes.Text(text)
-        else:
-            held = record_paper_run.asserts_held(run)
-            text = f"{describe(run)}; {state} record; asserting cells held: {held}. "
-            para += nodes.Text(text)
-            para += nodes.Text(
-                "Outputs that depend on the scale show the paper-scale run first and this "
-                "page's ci-scale run in a second tab ("
-            )
-        para += _status_ref(docname, "status page")
-        para += nodes.Text(").")
-        section.insert(1, para)
         self.env.note_dependency(str(record_status.STATUS_JSON))
         execution = next(
             (
@@ -262,16 +249,26 @@ class PaperRunTabs(SphinxTransform):
             ),
             None,
         )
+        ci = "this page's ci run"
         if execution is not None:  # the run whose outputs the page shows
-            ci = nodes.paragraph(classes=["iclgd-ci-run"])
-            ci += nodes.strong("", "This page's outputs: ")
-            text = (
-                f"executed at {execution['scale']} scale on {execution['executed_at'][:10]}, "
-                f"{execution['cpu_count']} CPU cores, {execution['wall_time_s']:.0f} s, "
-                f"JAX {execution['versions'].get('jax')}."
+            ci += (
+                f" ({execution['executed_at'][:10]}, {execution['cpu_count']} CPU cores, "
+                f"{execution['wall_time_s']:.0f} s, JAX {execution['versions'].get('jax')})"
             )
-            ci += nodes.Text(text)
-            section.insert(1, ci)
+        para = nodes.paragraph(classes=["iclgd-paper-run"])
+        para += nodes.strong("", "Paper-scale run: ")
+        if run is None:
+            para += nodes.Text(f"none recorded yet; the outputs below are {ci} (")
+            para += _status_ref(docname, "status page")
+        else:
+            held = record_paper_run.asserts_held(run)
+            para += nodes.Text(
+                f"{describe(run)}; {state} record; asserting cells held: {held}. Where an output "
+                f"depends on the scale, its first tab is this run, its second {ci} ("
+            )
+            para += _status_ref(docname, "status", record_paper_run.status_label(docname))
+        para += nodes.Text(").")
+        section.insert(1, para)
 
 
 def glue_children(value: str) -> list[nodes.Node]:
@@ -463,21 +460,15 @@ class PaperFigures(SphinxTransform):
         head += nodes.Text(" at paper scale.")
         caption += [head, nodes.Text(" ")]
         caption += [child.deepcopy() for child in node.children]
-        where = f"Recorded at ICLGD_SCALE=paper on {describe(run)}."
-        caption += [nodes.Text(" "), nodes.emphasis(where, where)]
+        # the run's device and date: in the line under the page's title, once per page
         if _freshness(self.env, key) == "stale":
             caption += nodes.Text(" ")
-            caption += nodes.strong("Stale record:", "Stale record:")
-            caption += nodes.Text(" the chapter's code has changed since this run.")
-        caption += nodes.Text(" The experiment runs ")
+            caption += nodes.strong("Stale record.", "Stale record.")
         section = _section_link(target)
         if section is not None:
-            caption += nodes.Text("in \N{SECTION SIGN} ")
+            caption += nodes.Text(" (\N{SECTION SIGN} ")
             caption += section
-            caption += nodes.Text(", ")
-        caption += nodes.Text(
-            "where the figure shows this run and this page's ci-scale run in tabs."
-        )
+            caption += nodes.Text(": this run and the ci run in tabs.)")
         box += caption
         return box
 
