@@ -29,7 +29,7 @@ puts the second beside the first, with nothing to write in the chapters:
 
    ````md
    ```{paper-figure} fig-p1-fig2
-   What the paper reports and what the book finds, in a sentence or two.
+   What to see first, then the verdict, in at most 40 words.
    ```
    ````
 
