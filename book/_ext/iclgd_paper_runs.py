@@ -466,9 +466,9 @@ class PaperFigures(SphinxTransform):
             caption += nodes.strong("Stale record.", "Stale record.")
         section = _section_link(target)
         if section is not None:
-            caption += nodes.Text(" (\N{SECTION SIGN} ")
+            caption += nodes.Text(" (In \N{SECTION SIGN} ")
             caption += section
-            caption += nodes.Text(": this run and the ci run in tabs.)")
+            caption += nodes.Text(", beside the ci run.)")
         box += caption
         return box
 
