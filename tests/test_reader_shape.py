@@ -3,7 +3,10 @@ part opens with its argument, its claims table is short, and no page regrows pas
 visible words (``scripts/reader_load.py``: words outside collapsed blocks, a math span or a role
 counting as one)."""
 
+import functools
 import importlib.util
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,11 @@ REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("reader_load", REPO / "scripts" / "reader_load.py")
 rl = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rl)
+spec = importlib.util.spec_from_file_location(
+    "record_paper_run", REPO / "scripts" / "record_paper_run.py"
+)
+rp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rp)
 
 PARTS = sorted((REPO / "book").glob("part*/index.md"))
 MAX_CELL = 45  # words in a claims-table or errata cell
@@ -96,3 +104,85 @@ def test_pages_stay_within_their_budgets():
 def test_the_whole_book_is_within_its_budget():
     total = sum(rl.load(page).visible for page in rl.pages())
     assert total <= MAX_BOOK, f"{total} visible words in the book (at most {MAX_BOOK})"
+
+
+# ------------------------------------------------------------------------------------------------
+# One scale per sentence (issue 52 item 2): a glued number that changes with ICLGD_SCALE (its ci
+# value, in the committed notebook, differs from its paper-scale record's) never stands in one
+# sentence with a paper-scale number ({paper-glue}). Exact numbers, the same at both scales, may
+# stand with either.
+
+GLUE_ROLE = re.compile(r"\{(glue(?::text)?|paper-glue)\}`([^`]+)`")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z({$*])|\n\s*\n|\|")
+
+
+def _glue_ref(page: Path, target: str) -> tuple[Path, str]:
+    """``(notebook, key)`` named by a glue role's target ``[path.ipynb::]key[:format]``."""
+    path, _, key = target.rpartition("::")
+    nb = (page.parent / path).resolve() if path else page
+    return nb, key.split(":")[0]
+
+
+@functools.cache
+def _ci_glue(nb: Path) -> dict[str, str]:
+    return rp.glued(json.loads(nb.read_text(encoding="utf8"))) if nb.is_file() else {}
+
+
+@functools.cache
+def _paper_glue() -> dict[Path, dict[str, str]]:
+    runs = json.loads((REPO / "book" / "_generated" / "paper_runs.json").read_text("utf8"))
+    return {(REPO / k).resolve(): v.get("glue") or {} for k, v in runs["runs"].items()}
+
+
+def scale_mixing(page: Path, md: str, ci=_ci_glue, paper=None) -> list[str]:
+    """The sentences of ``md`` (a page's markdown) that quote a scale-dependent ci value beside a
+    paper-scale one; ``ci(nb)`` and ``paper`` (``{nb: {key: value}}``) give the glued values."""
+    paper = _paper_glue() if paper is None else paper
+    out = []
+    for sentence in SENTENCE_END.split(md):
+        roles = GLUE_ROLE.findall(sentence)
+        if not any(kind == "paper-glue" for kind, _ in roles):
+            continue
+        for kind, target in roles:
+            nb, key = _glue_ref(page, target)
+            rec = paper.get(nb, {})
+            if kind != "paper-glue" and key in rec and rec[key] != ci(nb).get(key, rec[key]):
+                out.append(f"{key} (ci {ci(nb)[key]}, paper {rec[key]}): {sentence.strip()[:160]}")
+    return out
+
+
+def test_the_scale_check_can_fail():
+    page = REPO / "book" / "part9" / "index.md"
+    nb = (page.parent / "c.ipynb").resolve()
+    ci = {nb: {"n": "1,000", "exact": "33.6"}}.get
+    paper = {nb: {"n": "24,000", "exact": "33.6", "loss": "0.12"}}
+    mixed = "Adam ran {glue:text}`c.ipynb::n` steps to {paper-glue}`c.ipynb::loss`. Next one."
+    assert len(scale_mixing(page, mixed, ci, paper)) == 1
+    fine = (
+        "Adam ran {glue:text}`c.ipynb::n` steps. It reached {paper-glue}`c.ipynb::loss` against "
+        "{glue:text}`c.ipynb::exact:s` exactly | {paper-glue}`c.ipynb::n` | {glue:text}`c.ipynb::n`"
+    )
+    assert scale_mixing(page, fine, ci, paper) == []
+
+
+@pytest.mark.parametrize("page", rl.pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_one_scale_per_sentence(page):
+    bad = scale_mixing(page.resolve(), rl.page_markdown(page))
+    assert not bad, (
+        "a ci-scale number beside a paper-scale one in one sentence: quote both from the "
+        "paper-scale record ({paper-glue}), or split the sentence by scale:\n" + "\n".join(bad)
+    )
+
+
+PREVIEW = re.compile(r"`{3,}\{paper-figure\}[^\n]*\n(.*?)`{3,}", re.S)
+MAX_PREVIEW = 40  # words of a chapter's headline-figure caption (issue 52 item 3)
+
+
+@pytest.mark.parametrize("page", rl.pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_preview_captions_say_what_to_see_in_at_most_40_words(page):
+    for text in PREVIEW.findall(rl.page_markdown(page)):
+        n = rl.words(text)
+        assert n <= MAX_PREVIEW, (
+            f"the paper-figure caption has {n} words (at most {MAX_PREVIEW}): what to see first, "
+            f"then the verdict; the detail goes in the figure's own caption\n{text}"
+        )
