@@ -23,17 +23,26 @@ image, and measures the page in the browser. A page fails on
   (a table wider than the text column; also at 1000 and 800 px), **wide code** (a code block whose
   text is wider than its box), a **wide output** (a cell's text output wider than its box) and
   **wide math** (a display formula wider than its box);
+* at a **phone**'s window (390 x 844 px), anything **cut off** out of reach: there a table, a
+  display or an inline formula may be wider than the column if it scrolls sideways inside a box
+  of its own, but nothing may reach past the window's edge (the page must not scroll sideways) or
+  past a box that hides its overflow (reported as a wide table, math, code or output, or else as
+  cut off);
+* **dark mode** (``<html data-theme="dark">``, what the theme's button and, in mode "auto", the
+  system's dark scheme set): a figure left light (its median luminance, in a screenshot of its
+  box, above :data:`DARK_MAX_LUMINANCE`), a figure drawn unlike the one sampled, or an image that
+  is not a figure (a logo, an icon) inverted;
 * a request to the **network** (every script, style sheet, font and image is local).
 
 Script errors on a page fail ``test_pages_run_without_script_errors``.
 
 Screenshots go to ``_build/screenshots/``: each page whole at 1400 px (a long page in tiles of
 :data:`SHOT_MAX_HEIGHT` px: ``page.png``, ``page-2.png``, ...), its first figure at 1400 px and
-its first table at 800 px, for people to look at.
+its first table at 800 px, its first figure in dark mode at 390 px, for people to look at.
 
 ``test_the_check_*`` run the same check on a small hand-written page,
 ``tests/fixtures/book_page.html`` (vendored MathJax, one figure, one table, a code cell with
-its output, the book's style sheet), and on copies of it
+its output, the book's style sheet, the theme's rules for math and tables), and on copies of it
 with one defect each: they show that each kind of defect is caught, and need no book build.
 
 Without ``_build/html`` or Chromium the tests skip with the reason; with ``ICLGD_REQUIRE_BOOK=1``
@@ -97,9 +106,20 @@ WIDE = 1400  # window width (px) of the figure check and of the screenshots
 LAYOUT = (1920, 1440, 1366, 1200)  # window widths (px) at which nothing may be cut off
 NARROW = (1000, 800)  # window widths (px) at which tables must fit too (a table screenshot at 800)
 PRINT = 794  # px: the viewport of the print-media check (A4, 210 mm at 96 px per inch)
+PHONE = (390, 844)  # px: a phone's window (portrait), at which nothing may be out of reach
+DARK_MAX_LUMINANCE = 0.25  # a figure's median luminance in dark mode (0 black, 1 white; page 0.09)
+MIN_FIGURE_PX = 100  # natural width (px) from which an image of the text column is a figure
 SHOT_MAX_HEIGHT = 16000  # px: the tiles of a whole-page screenshot (Chromium's texture limit)
 MIN_FIGURE_FRACTION = 0.8  # of the text column, at the wide window
 SEARCH_QUERIES = ("LSA", "gap")  # search.html is also opened with these, to check the results
+#: Searches whose first result must be the page (and anchor) a reader looks for (issue 52 item 5:
+#: the theorems the book states from the papers are index entries, iclgd-scorer.js orders ties by
+#: part). The query is URL-encoded as the search box sends it.
+SEARCH_FIRST = {
+    "Theorem%202": "book/part1/multihead_theory.html#",  # Xie et al.'s Theorem 2
+    "y_q-LSA": "book/part1/yq_lsa.html#",
+    "Theorem%205": "book/part3/multi_layer.html#",  # Ahn et al.'s Theorem 5
+}
 PAGE_TIMEOUT = 120.0  # s, per page
 WORKERS = 3  # pages open at once (MathJax typesetting is CPU bound)
 
@@ -342,6 +362,10 @@ async () => {
       }),
     ids: [...document.querySelectorAll("[id], a[name]")].map((el) => el.id || el.name),
     paperLine: (document.querySelector(".iclgd-paper-run") || {}).textContent || null,
+    searchFirst: (() => {  // the first search result's link, on search.html?q=...
+      const first = document.querySelector("#search-results li a");
+      return first ? first.getAttribute("href") : null;
+    })(),
     paperTabs: [...document.querySelectorAll(".iclgd-paper-tabs")].map((set) => {
       const input = set.querySelector(":scope > input:checked");
       const label = input && set.querySelector(`:scope > label[for="${input.id}"]`);
@@ -390,6 +414,126 @@ async (all) => {
 """.replace("/* COLUMN */", COLUMN_JS)
 
 
+# At a phone's window: what is cut off out of reach. A box may be wider than the text column there
+# if it scrolls sideways inside itself (overflow-x auto or scroll: a table's container, a display
+# or an inline formula); nothing else may reach past the window's edge (the page may not scroll
+# sideways) or past a box that hides its overflow (overflow hidden or clip). Each piece cut off is
+# reported once, as the innermost element that holds it (a cell, not its table); a page that
+# scrolls sideways for something outside the text column as "(the page)". Also returned: the
+# boxes that scroll inside themselves (``scrolled``).
+REACH_JS = r"""
+() => {
+  /* COLUMN */
+  const head = (el) => el.textContent.trim().replace(/\s+/g, " ").slice(0, 60);
+  const kind = (el) => el.closest("table") ? "wide table"
+    : el.closest("mjx-container, .math") ? "wide math"
+    : el.closest(".cell_output pre, .output pre") ? "wide output"
+    : el.closest("pre") ? "wide code" : "cut off";
+  const found = [];
+  const scrolled = [];
+  // el and what it holds, shown between left and right (the window's edges, or nearer ones of
+  // the boxes around it that hide their overflow); whether something in it was reported
+  const visit = (el, left, right) => {
+    // (not laid out: display none, a closed <details>; a collapsed toggle's content, hidden by
+    // `visibility`, is checked as it will be shown)
+    if (!el.checkVisibility()) return false;
+    const style = getComputedStyle(el);
+    if (style.position === "fixed") return false;
+    const r = el.getBoundingClientRect();
+    const scrolls = ["auto", "scroll"].includes(style.overflowX);
+    const hides = ["hidden", "clip"].includes(style.overflowX);
+    const inner = r.left + el.clientLeft;  // the left of its padding box
+    let extent = r.right;  // the right of what it shows
+    if (scrolls) {  // what it holds can be scrolled to, unless a box inside it hides it
+      if (el.scrollWidth > el.clientWidth + 1) {
+        scrolled.push({ head: head(el), width: el.scrollWidth, box: el.clientWidth });
+      }
+      if (el.tagName !== "MJX-CONTAINER" && el.tagName !== "PRE") {
+        let reported = false;
+        for (const child of el.children) reported = visit(child, -Infinity, Infinity) || reported;
+        if (reported) return true;
+      }
+    } else if (el.tagName === "MJX-CONTAINER") {  // the formula drawn (not its screen-reader copy)
+      extent = (el.querySelector("mjx-math") || el).getBoundingClientRect().right;
+    } else {
+      if (el.tagName !== "PRE") {  // (a code block's text, as a whole, below)
+        const edges = hides ? [Math.max(left, inner), Math.min(right, inner + el.clientWidth)]
+          : [left, right];
+        let reported = false;
+        for (const child of el.children) reported = visit(child, ...edges) || reported;
+        if (reported) return true;
+      }
+      if (!hides) extent = Math.max(extent, inner + el.scrollWidth);  // its text, if it spills
+    }
+    if (r.width + r.height === 0 || (extent <= right + 1 && r.left >= left - 1)) return false;
+    found.push({ kind: kind(el), head: head(el), width: extent - Math.min(left, r.left),
+                 box: right - left, cut: true });
+    return true;
+  };
+  const page = document.documentElement;
+  if (!visit(column, 0, page.clientWidth) && page.scrollWidth > page.clientWidth + 1) {
+    found.push({ kind: "cut off", head: "(the page)", width: page.scrollWidth,
+                 box: page.clientWidth, cut: true });
+  }
+  return { found, scrolled };
+}
+""".replace("/* COLUMN */", COLUMN_JS)
+
+# Dark mode, as the theme's button sets it: the page's figures (images of the text column at least
+# MIN_FIGURE_PX wide, except the theme's class dark-light: drawn for both modes) with their
+# computed filters, the other images' filters, and the first figure shown, scrolled into view (a
+# screenshot of the window is quicker than of the page beyond it), with the part of it in view.
+DARK_JS = r"""
+(minWidth) => {
+  /* COLUMN */
+  if (!document.images.length) return { figures: [], others: [], sample: null };  // (quicker)
+  document.documentElement.dataset.theme = "dark";
+  const images = [...document.images];
+  const isFigure = (img) => column.contains(img) && img.naturalWidth >= minWidth &&
+    !img.classList.contains("dark-light");
+  const drawn = (img) => ({ src: img.getAttribute("src"), filter: getComputedStyle(img).filter });
+  const shown = { checkVisibilityCSS: true, visibilityProperty: true };
+  const first = images.find((img) => isFigure(img) && img.checkVisibility(shown) &&
+    img.getBoundingClientRect().width >= minWidth);
+  let sample = null;
+  if (first) {
+    first.scrollIntoView({ block: "center", behavior: "instant" });  // (not the theme's smooth)
+    const r = first.getBoundingClientRect();
+    const top = Math.max(r.top, 0);
+    const height = Math.min(r.bottom, innerHeight) - top;
+    const clip = { x: r.left + scrollX, y: top + scrollY, width: r.width, height, scale: 1 };
+    sample = { ...drawn(first), clip };
+  }
+  return {
+    figures: images.filter(isFigure).map(drawn),
+    others: images.filter((img) => !isFigure(img)).map(drawn),
+    sample,
+  };
+}
+""".replace("/* COLUMN */", COLUMN_JS)
+
+# The median luminance (0 black .. 1 white) of a PNG screenshot, decoded in the page.
+LUMINANCE_JS = r"""
+async (png) => {
+  const img = new Image();
+  img.src = "data:image/png;base64," + png;
+  await img.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = img.naturalWidth;
+  canvas.height = img.naturalHeight;
+  const context = canvas.getContext("2d");
+  context.drawImage(img, 0, 0);
+  const px = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  const values = [];
+  for (let i = 0; i < px.length; i += 4) {
+    values.push((0.2126 * px[i] + 0.7152 * px[i + 1] + 0.0722 * px[i + 2]) / 255);
+  }
+  values.sort((a, b) => a - b);
+  return values[values.length >> 1];
+}
+"""
+
+
 def _clip(browser: Browser, session: str, selector: str) -> dict | None:
     """The page rectangle of the first element matching ``selector`` (for a screenshot)."""
     rect = browser.send(
@@ -425,9 +569,9 @@ def _screenshot(browser: Browser, session: str, path: Path, clip: dict | None = 
 
 
 def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
-    """Open ``url`` in a new tab, let it settle, and return what ``MEASURE_JS`` and
-    ``TABLES_JS`` measured, the page's requests and its script errors (screenshots to ``shots``:
-    a file-name prefix)."""
+    """Open ``url`` in a new tab, let it settle, and return what ``MEASURE_JS``, ``OVERFLOW_JS``
+    (at each window), ``REACH_JS`` (at a phone's) and ``DARK_JS`` measured, the page's requests
+    and its script errors (screenshots to ``shots``: a file-name prefix)."""
     start = time.perf_counter()
     # each page in a window of its own: a tab behind another gets no animation frames
     target = browser.send("Target.createTarget", {"url": "about:blank", "newWindow": True})[
@@ -436,6 +580,19 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
     session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
         "sessionId"
     ]
+
+    def evaluate(js: str, *args: object) -> Any:
+        expression = f"({js})({', '.join(json.dumps(a) for a in args)})"
+        reply = browser.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            session,
+            timeout=PAGE_TIMEOUT,
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{url}: a measuring script failed: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
     try:
         metrics = {"width": WIDE, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
         browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
@@ -458,15 +615,7 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
                 )
             elif method == "Page.loadEventFired":
                 break
-        reply = browser.send(
-            "Runtime.evaluate",
-            {"expression": f"({MEASURE_JS})()", "awaitPromise": True, "returnByValue": True},
-            session,
-            timeout=PAGE_TIMEOUT,
-        )
-        if "exceptionDetails" in reply:
-            raise RuntimeError(f"{url}: the measuring script failed: {reply['exceptionDetails']}")
-        result = reply["result"]["value"]
+        result = evaluate(MEASURE_JS)
         if shots is not None:  # the page whole, in tiles of at most SHOT_MAX_HEIGHT
             height = browser.send(
                 "Runtime.evaluate",
@@ -489,15 +638,7 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
             metrics["width"] = width
             browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
             browser.send("Emulation.setEmulatedMedia", {"media": media}, session)
-            boxes = browser.send(
-                "Runtime.evaluate",
-                {
-                    "expression": f"({OVERFLOW_JS})({json.dumps(everything)})",
-                    "awaitPromise": True,
-                    "returnByValue": True,
-                },
-                session,
-            )["result"]["value"]
+            boxes = evaluate(OVERFLOW_JS, everything)
             window = f"{width} px" + (" (print)" if media == "print" else "")
             result["boxes"] += [{**box, "window": window} for box in boxes]
         result["tables"] = [b for b in result["boxes"] if b["kind"] == "wide table"]
@@ -505,6 +646,21 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
             table = _clip(browser, session, "article table, [role=main] table")
             shot = shots.with_name(shots.name + f"-table@{NARROW[-1]}.png")
             _screenshot(browser, session, shot, table)
+        # a phone's window (the same page, in screen media since NARROW), then dark mode there
+        metrics["width"], metrics["height"] = PHONE
+        browser.send("Emulation.setDeviceMetricsOverride", metrics, session)
+        reach = evaluate(REACH_JS)
+        result["boxes"] += [{**box, "window": f"{PHONE[0]} px"} for box in reach["found"]]
+        result["scrolled"] = reach["scrolled"]
+        result["dark"] = evaluate(DARK_JS, MIN_FIGURE_PX)
+        sample = result["dark"]["sample"]
+        if sample:  # a screenshot of the first figure shown, its luminance measured in the page
+            params = {"format": "png", "clip": sample["clip"]}
+            png = browser.send("Page.captureScreenshot", params, session)["data"]
+            sample["luminance"] = evaluate(LUMINANCE_JS, png)
+            if shots is not None:
+                shot = shots.with_name(shots.name + f"-figure-dark@{PHONE[0]}.png")
+                shot.write_bytes(base64.b64decode(png))
         while not events.empty():  # requests made while the page settled
             event = events.get_nowait()
             if event["method"] == "Network.requestWillBeSent":
@@ -581,6 +737,8 @@ def problems(result: dict) -> dict[str, list[str]]:
         "wide code": [],
         "wide output": [],
         "wide math": [],
+        "cut off": [],
+        "dark mode": [],
         "network": [],
     }
     for where, text, quote in result["texts"]:
@@ -611,6 +769,25 @@ def problems(result: dict) -> dict[str, list[str]]:
                 f"{box['head']!r}: {box['width']:.0f} px in a {box['box']:.0f} px box "
                 f"at a {box['window']} window"
             )
+    dark = result["dark"]
+    sample = dark["sample"]
+    if sample and sample["luminance"] > DARK_MAX_LUMINANCE:
+        found["dark mode"].append(
+            f"{sample['src']}: a light block on the dark page (median luminance "
+            f"{sample['luminance']:.2f} > {DARK_MAX_LUMINANCE}; filter {sample['filter']!r})"
+        )
+    if sample:
+        found["dark mode"] += [
+            f"{fig['src']}: drawn unlike {sample['src']} (filter {fig['filter']!r}, not "
+            f"{sample['filter']!r})"
+            for fig in dark["figures"]
+            if fig["filter"] != sample["filter"]
+        ]
+    found["dark mode"] += [
+        f"{img['src']}: not a figure, but inverted ({img['filter']!r})"
+        for img in dark["others"]
+        if "invert" in img["filter"]
+    ]
     found["network"] += sorted(
         {u for u in result["requests"] if urlsplit(u).scheme not in ("file", "data", "about")}
     )
@@ -641,7 +818,8 @@ def _book_pages() -> list[str]:
         if not internal & set(p.relative_to(HTML_DIR).parts)
     ]
     pages.remove("index.html")  # a redirect to the introduction (test_index_...)
-    return [*pages, *(f"search.html?q={query}" for query in SEARCH_QUERIES)]
+    queries = (*SEARCH_QUERIES, *SEARCH_FIRST)
+    return [*pages, *(f"search.html?q={query}" for query in queries)]
 
 
 PAGES = _book_pages()
@@ -734,6 +912,14 @@ def test_chapters_show_their_paper_scale_run(book):
         assert not bad, f"{page}: tab sets that do not open on the paper scale: {bad}"
         checked += 1
     assert checked >= 10, f"only {checked} chapters have a paper-scale record"
+
+
+def test_searches_open_on_the_page_a_reader_looks_for(book):
+    """The search for "Theorem 2" opens on Xie et al.'s Theorem 2 (not on a page that never says
+    it), "y_q-LSA" on its chapter: the book's index entries and scorer (iclgd-scorer.js)."""
+    for query, want in SEARCH_FIRST.items():
+        first = book[f"search.html?q={query}"]["searchFirst"] or ""
+        assert first.startswith(want), f"search {query!r}: first result {first!r}, not {want}"
 
 
 def test_pages_run_without_script_errors(book):
@@ -1005,6 +1191,41 @@ DEFECTS = {
     "wide math": (r"\frac{\eta}{C}", r"\frac{\eta}{C}" + "+ x_{12345}" * 90),
 }
 
+# Defects that only a phone's window or dark mode shows: (kind, (text, its replacement)).
+PHONE_OR_DARK_DEFECTS = {
+    # the theme's `overflow: hidden` on an inline formula (book/_static/iclgd.css lifts it)
+    "inline formula cut off": (
+        "wide math",
+        (
+            '<p>Its risk is <span class="math notranslate nohighlight">',
+            '<p>Its risk is <span class="math notranslate nohighlight" style="overflow: hidden">',
+        ),
+    ),
+    "table without a box that scrolls": (
+        "wide table",
+        (
+            '<div class="pst-scrollable-table-container">',
+            '<div class="pst-scrollable-table-container" style="overflow: visible">',
+        ),
+    ),
+    "heading cut off": (
+        "cut off",
+        (
+            "<h2>Figures</h2>",
+            '<h2 style="white-space: nowrap">Figures, and what they show of the setting</h2>',
+        ),
+    ),
+    "the page scrolls sideways": ("cut off", ("<nav>", '<nav style="width: 600px">')),
+    "figure left light": (
+        "dark mode",
+        ('class="figure" style="width: 100%"', 'class="figure" style="width: 100%; filter: none"'),
+    ),
+    "logo inverted": (
+        "dark mode",
+        ('<img alt="logo"', '<img alt="logo" style="filter: invert(1)"'),
+    ),
+}
+
 
 @pytest.fixture(scope="module")
 def fixture_browser():
@@ -1037,6 +1258,10 @@ def test_the_check_passes_the_fixture_page(fixture_browser, tmp_path):
     assert not any(kinds.values()), _report(result, kinds)
     assert result["math"] >= 3 and not result["untypeset"], "the fixture's math was not typeset"
     assert result["figures"] and result["tables"], "the fixture lost its figure or its table"
+    # at a phone's window its table, display formula and long inline formula scroll in their boxes
+    assert len(result["scrolled"]) >= 3, result["scrolled"]
+    sample = result["dark"]["sample"]
+    assert sample and sample["luminance"] < DARK_MAX_LUMINANCE, result["dark"]
 
 
 @pytest.mark.parametrize("defect", DEFECTS)
@@ -1044,6 +1269,17 @@ def test_the_check_fails_on(fixture_browser, tmp_path, defect):
     kinds = problems(_fixture_result(fixture_browser, tmp_path, DEFECTS[defect]))
     assert kinds[defect], f"the check missed a {defect}: {kinds}"
     others = {kind: items for kind, items in kinds.items() if items and kind != defect}
+    assert not others, f"a {defect} was also reported as something else: {others}"
+
+
+@pytest.mark.parametrize("defect", PHONE_OR_DARK_DEFECTS)
+def test_the_check_fails_at_a_phone_or_in_dark_mode_on(fixture_browser, tmp_path, defect):
+    kind, edit = PHONE_OR_DARK_DEFECTS[defect]
+    kinds = problems(_fixture_result(fixture_browser, tmp_path, edit))
+    assert kinds[kind], f"the check missed a {defect}: {kinds}"
+    if kind != "dark mode":  # the phone's window found it, not a wider one
+        assert all(f"at a {PHONE[0]} px window" in item for item in kinds[kind]), kinds[kind]
+    others = {k: items for k, items in kinds.items() if items and k != kind}
     assert not others, f"a {defect} was also reported as something else: {others}"
 
 
