@@ -568,6 +568,25 @@ def _screenshot(browser: Browser, session: str, path: Path, clip: dict | None = 
     path.write_bytes(base64.b64decode(data))
 
 
+def _evaluator(browser: Browser, session: str, where: str):
+    """``evaluate(js, *args)``: run the JavaScript function ``js`` on ``args`` (JSON) in the tab
+    ``session`` and return its value (awaited); a script error raises, naming ``where``."""
+
+    def evaluate(js: str, *args: object) -> Any:
+        expression = f"({js})({', '.join(json.dumps(a) for a in args)})"
+        reply = browser.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            session,
+            timeout=PAGE_TIMEOUT,
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{where}: a measuring script failed: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+    return evaluate
+
+
 def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
     """Open ``url`` in a new tab, let it settle, and return what ``MEASURE_JS``, ``OVERFLOW_JS``
     (at each window), ``REACH_JS`` (at a phone's) and ``DARK_JS`` measured, the page's requests
@@ -581,17 +600,7 @@ def inspect_page(browser: Browser, url: str, shots: Path | None = None) -> dict:
         "sessionId"
     ]
 
-    def evaluate(js: str, *args: object) -> Any:
-        expression = f"({js})({', '.join(json.dumps(a) for a in args)})"
-        reply = browser.send(
-            "Runtime.evaluate",
-            {"expression": expression, "awaitPromise": True, "returnByValue": True},
-            session,
-            timeout=PAGE_TIMEOUT,
-        )
-        if "exceptionDetails" in reply:
-            raise RuntimeError(f"{url}: a measuring script failed: {reply['exceptionDetails']}")
-        return reply["result"].get("value")
+    evaluate = _evaluator(browser, session, url)
 
     try:
         metrics = {"width": WIDE, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
@@ -1090,16 +1099,7 @@ def test_hover_previews():
         "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
     )["sessionId"]
 
-    def evaluate(js: str, *args: object) -> Any:
-        expression = f"({js})({', '.join(json.dumps(a) for a in args)})"
-        reply = browser.send(
-            "Runtime.evaluate",
-            {"expression": expression, "awaitPromise": True, "returnByValue": True},
-            session,
-            timeout=PAGE_TIMEOUT,
-        )
-        assert "exceptionDetails" not in reply, reply["exceptionDetails"]
-        return reply["result"].get("value")
+    evaluate = _evaluator(browser, session, "the page")
 
     def key(name: str) -> None:
         for kind in ("keyDown", "keyUp"):
