@@ -191,14 +191,11 @@ class PaperRunTabs(SphinxTransform):
             same_text = paper.get("text", "") == ci_text(nb["cells"][index])
             if same_text and not paper.get("figures") and not failed:
                 continue  # the same at both scales: nothing to put beside it
-            tabs = self._tabs(docname, run, state, paper, entry, output)
+            tabs = self._tabs(paper, entry, output)
             container.replace(output, tabs)
 
     def _tabs(
         self,
-        docname: str,
-        run: dict[str, Any],
-        state: str,
         paper: dict[str, Any],
         entry: dict[str, Any] | None,
         output: nodes.Element,
