@@ -106,19 +106,68 @@ def scan_gdpp(As, Bs, Z0):
     return -YL[:, n]
 
 
+@jax.jit
+def tokens_gdpp(As, Bs, Z0):
+    """Eq. 13 token by token, the layers unrolled: ``sparse_predict``'s GD++ up to 1e20069."""
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    X, Y = Z0[:, :d, :], Z0[:, d, :]
+    for A, Bm in zip(As, Bs):
+        Xc = X[:, :, :n]
+        u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n
+        G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n
+        AX = jnp.einsum("ij,bjc->bic", A, X)
+        X, Y = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX), Y + jnp.einsum("bi,bic->bc", u, AX)
+    return -Y[:, n]
+
+
 def forwards(form: str) -> dict:
-    """``name -> predict(params, Z0)`` for ``form`` ``"pgd"`` (eq. 9) or ``"gdpp"`` (eq. 13)."""
+    """``name -> predict(params, Z0)`` for ``form`` ``"pgd"`` (eq. 9) or ``"gdpp"`` (eq. 13); a
+    GD++ entry marked ``prepared`` takes the batch's ``PromptMoments`` instead of ``Z0``."""
     sp = LT.symmetrize  # the effective parameters: symmetric A_l
-    scan = (
-        (lambda p, Z: scan_pgd(sp(p)["A"], Z))
-        if form == "pgd"
-        else (lambda p, Z: scan_gdpp(*(sp(p)[k] for k in "AB"), Z))
-    )
+    full = {"full model": lambda p, Z: LT.linear_transformer_predict(LT.sparse_to_full(sp(p)), Z)}
+    if form == "pgd":
+        return {
+            "sparse_predict": lambda p, Z: LT.sparse_predict(sp(p), Z),
+            "lax.scan over layers": lambda p, Z: scan_pgd(sp(p)["A"], Z),
+            **full,
+        }
     return {
-        "sparse_predict": lambda p, Z: LT.sparse_predict(sp(p), Z),
-        "lax.scan over layers": scan,
-        "full model": lambda p, Z: LT.linear_transformer_predict(LT.sparse_to_full(sp(p)), Z),
+        "sparse_predict, prepared moments": lambda p, m: LT.sparse_predict(sp(p), m),
+        "sparse_predict, moments per call": lambda p, Z: LT.sparse_predict(sp(p), Z),
+        "tokens, layers unrolled (to 1e20069)": lambda p, Z: tokens_gdpp(
+            *(sp(p)[k] for k in "AB"), Z
+        ),
+        "lax.scan over layers": lambda p, Z: scan_gdpp(*(sp(p)[k] for k in "AB"), Z),
+        **full,
     }
+
+
+# ------------------------------------------------------------------------------------ the floor
+
+
+def gdpp_flops(d: int, n: int, L: int) -> dict:
+    """Floating-point operations per prompt of one value and gradient of eq. 13's loss: the forward
+    pass's multiply-adds x 2, the backward counted as twice the forward (two products per product);
+    the context moments (no gradient) once."""
+    tokens = L * (d * n + d * d * n + 2 * d * d * (n + 1) + d**3 + d * (n + 1))  # u, G, AX, BGAX, Y
+    moments = d * d * n + d * n  # G_0, h_0
+    recursion = (2 * d**3 + d * d) + (L - 1) * (5 * d**3 + 4 * d * d) + d  # layer 0, the others
+    return {"tokens": 2 * 3 * tokens, "moments": 2 * moments + 2 * 3 * recursion}
+
+
+def rates() -> dict:
+    """Measured GFLOP/s on this machine: a 2000 x 2000 float64 matrix product (XLA's GEMM), and
+    20,000 products of 5 x 5 float64 matrices in the form sparse_predict uses."""
+    a = jnp.ones((2000, 2000), jnp.float64)
+    gemm = jax.jit(lambda x: x @ x)
+    P = jax.random.normal(jax.random.key(0), (20_000, 5, 5), jnp.float64)
+    small = jax.jit(lambda P: LT._nn(P, P))
+    out = {}
+    for name, f, x, fl in (("gemm", gemm, a, 2 * 2000**3), ("5x5", small, P, 2 * 20_000 * 125)):
+        jax.block_until_ready(f(x))
+        ts = [timed(lambda: f(x))[0] for _ in range(7)]
+        out[name] = fl / np.median(ts) / 1e9
+    return out
 
 
 # ---------------------------------------------------------------------------------- the protocol
@@ -139,15 +188,16 @@ def interleave(contenders: dict, reps: int, per: float = 1.0, unit: str = "s") -
             later[k].append(timed(f)[0] / per)
     ref = next(iter(contenders))
     print(
-        f"  {'contender':34s} {'first call s':>13s} {'compile s':>10s}   "
+        f"  {'contender':38s} {'first call s':>13s} {'compile s':>10s}   "
         f"later calls {unit} [min, max]   ratio to first row"
     )
     for k in contenders:
         ratio = np.median(np.array(later[k]) / np.array(later[ref]))
         print(
-            f"  {k:34s} {first[k][0]:13.3g} {first[k][1]:10.3g}   "
+            f"  {k:38s} {first[k][0]:13.3g} {first[k][1]:10.3g}   "
             f"{stats(later[k]):28s}   {ratio:.2f}x"
         )
+    return {k: float(np.median(t)) for k, t in later.items()}
 
 
 def peer_section(reps: int, K: int) -> None:
@@ -211,9 +261,11 @@ def peer_section(reps: int, K: int) -> None:
     )
     print(f"load before: {load()}")
     print("one value and gradient:")
+    prepared = code_model.prepare(pr)  # what train_seeds hands the loss (loss.prepare)
     interleave(
         {
-            "iclgd batch_loss, jit(value_and_grad)": lambda: vg(p, key, pr),
+            "iclgd batch_loss, prepared batch": lambda: vg(p, key, prepared),
+            "iclgd batch_loss, TaskBatch": lambda: vg(p, key, pr),
             "torch peer, 1 thread": lambda: peer_vg(1),
             "torch peer, 2 threads": lambda: peer_vg(2),
         },
@@ -254,20 +306,35 @@ def main(argv=None) -> None:
         peer_section(reps, K)
         return
     key = jax.random.key(21)
-    for form, n in (("pgd", 20), ("gdpp", 10)):
+    jax.config.update("jax_enable_x64", True)  # the chapters' precision
+    for form, n in (("pgd", 20), ("gdpp", 10), ("gdpp", 20)):
         pr = tasks.sample_paper_prompts(jax.random.fold_in(key, 1), n, N)
         Z0 = tasks.embed_zero_query(pr)
         model = models.linear_transformer_model(D, L, form=form, init_std=0.1, symmetrize=True)
         p = model.init(key)
+        m = model.prepare(pr) if model.prepare else None
         cont = {}
         for name, f in forwards(form).items():
             vg = jax.jit(jax.value_and_grad(lambda p, Z, y, f=f: jnp.mean((f(p, Z) - y) ** 2)))
-            cont[name] = lambda vg=vg: vg(p, Z0, pr.y_target)
+            x = m if "prepared" in name else Z0
+            cont[name] = lambda vg=vg, x=x: vg(p, x, pr.y_target)
         print(
             f"\n=== value and gradient of the loss, eq. {9 if form == 'pgd' else 13}, n = {n}, "
-            f"{N:,} prompts, {L} layers, one seed ==="
+            f"{N:,} prompts, {L} layers, one seed, float64 ==="
         )
-        interleave(cont, reps)
+        times = interleave(cont, reps)
+        if form == "gdpp":
+            r, fl = rates(), gdpp_flops(D, n, L)
+            print(
+                f"  floor: {r['gemm']:.0f} GFLOP/s (2000 x 2000 GEMM), {r['5x5']:.1f} GFLOP/s "
+                "(20,000 products of 5 x 5, sparse_predict's form), measured now"
+            )
+            for form_, f_ in fl.items():
+                floor = N * f_ / (r["gemm"] * 1e9)
+                print(
+                    f"  {form_:8s} {f_:6,} flop/prompt: floor {1e3 * floor:.2f} ms at the GEMM "
+                    f"rate; prepared moments {times[next(iter(cont))] / floor:.1f}x that floor"
+                )
     print(f"load after: {load()}")
 
     n, seeds = 10, 5

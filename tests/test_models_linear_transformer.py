@@ -290,3 +290,85 @@ def test_symmetrize_effective_parameters():
         lt.symmetrize({"A": np.zeros((0, 4, 4))})
     with pytest.raises(ValueError, match="NaN|finite"):
         lt.symmetrize({"A": np.full((1, 2, 2), np.nan)})
+
+
+def _gdpp_case(seed: int, L: int, d: int = 4, n: int = 9):
+    """Random eq. 13 parameters (non-symmetric A_l, B_l) and a general Z_0: y_q != 0."""
+    t = regression_tasks(seed, n=n, d=d)
+    Z0 = embed(t, jnp.linspace(-1.0, 1.0, t.X.shape[0]))
+    sp = {"A": _rand_A(seed, L, d, symmetric=False), "B": _rand_A(seed + 1, L, d, False, 0.3)}
+    return t, Z0, sp
+
+
+@pytest.mark.parametrize("L,d", [(1, 4), (3, 4), (2, 9)])  # d = 9: the two-product sandwich
+def test_gdpp_moment_recursion_equals_eq4_and_its_gradient(L, d):
+    """sparse_predict's GD++ (moments, custom VJPs) against eq. 4 evaluated literally: values and
+    gradients, on a general Z_0 and non-symmetric A_l."""
+    t, Z0, sp = _gdpp_case(80 + L + d, L, d)
+
+    def fast(p):
+        return jnp.mean((lt.sparse_predict(p, Z0) - t.y_target) ** 2)
+
+    def literal(p):
+        out = lt.linear_transformer_output_literal(lt.sparse_to_full(p), Z0)
+        return jnp.mean((-out[:, -1, -1] - t.y_target) ** 2)
+
+    _close(
+        lt.sparse_predict(sp, Z0),
+        -lt.linear_transformer_output_literal(lt.sparse_to_full(sp), Z0)[:, -1, -1],
+    )
+    g_fast, g_lit = jax.grad(fast)(sp), jax.grad(literal)(sp)
+    for k in ("A", "B") if L > 1 else ("A",):  # B_{L-1} never reaches the prediction
+        assert float(jnp.abs(g_lit[k]).max()) > 1e-3
+        _close(g_fast[k], g_lit[k])
+    np.testing.assert_array_equal(np.asarray(g_fast["B"][-1]), 0.0)
+    np.testing.assert_array_equal(np.asarray(g_lit["B"][-1]), 0.0)
+
+
+def test_gdpp_moments_are_every_layer_of_eq4():
+    """gdpp_moments: X_l = F_l X_0 and Y_l = Y_0 + c_l^T X_0 for every layer's Z_l of eq. 4."""
+    L = 3
+    t, Z0, sp = _gdpp_case(90, L)
+    d = t.X.shape[-1]
+    m = lt.gdpp_moments(sp, Z0)
+    assert m["F"].shape == (L + 1,) + m["G"].shape and m["c"].shape == (L + 1,) + m["h"].shape
+    X0, Y0 = Z0[:, :d, :], Z0[:, d, :]
+    for l in range(1, L + 1):
+        Zl = lt.linear_transformer_output_literal(
+            lt.sparse_to_full({"A": sp["A"][:l], "B": sp["B"][:l]}), Z0
+        )
+        _close(jnp.einsum("bij,bjc->bic", m["F"][l], X0), Zl[:, :d, :])
+        _close(Y0 + jnp.einsum("bi,bic->bc", m["c"][l], X0), Zl[:, d, :])
+    with pytest.raises(ValueError, match="must hold 'B'"):
+        lt.gdpp_moments({"A": sp["A"]}, Z0)
+
+
+def test_gdpp_float32_stays_float32():
+    t, Z0, sp = _gdpp_case(95, 2)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    out = lt.sparse_predict(jax.tree_util.tree_map(f32, sp), f32(Z0))
+    assert out.dtype == jnp.float32
+    ref = np.asarray(lt.sparse_predict(sp, Z0))
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=0, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("L", [1, 3])
+def test_pgd_moments_equal_eq4_and_its_gradient(L):
+    """Eq. 9 through the moments, from Z_0 and from prompt_moments: eq. 4 literally, with its
+    gradient (a general Z_0, non-symmetric A_l)."""
+    t, Z0, sp = _gdpp_case(100 + L, L)
+    sp = {"A": sp["A"]}
+    m = lt.prompt_moments(Z0, t.y_target)
+
+    def literal(p):
+        out = lt.linear_transformer_output_literal(lt.sparse_to_full(p), Z0)
+        return jnp.mean((-out[:, -1, -1] - t.y_target) ** 2)
+
+    g_lit = jax.grad(literal)(sp)["A"]
+    assert float(jnp.abs(g_lit).max()) > 1e-3
+    for x in (Z0, m):
+        _close(
+            jax.grad(lambda p: jnp.mean((lt.sparse_predict(p, x) - t.y_target) ** 2))(sp)["A"],
+            g_lit,
+        )
+    _close(lt.sparse_predict(sp, m), lt.sparse_predict(sp, Z0))

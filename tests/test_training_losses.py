@@ -54,6 +54,44 @@ def test_per_prompt_loss_and_gradient_stats():
     np.testing.assert_array_equal(errs_fn(params, batch), e)
 
 
+def test_gdpp_batch_loss_prepares_its_fixed_batch_once():
+    """GD++'s ``model.prepare``: the same predictions and loss from the batch's moments; ``train``
+    and ``train_seeds`` prepare the batch (the prepared loss is the loss), and a loss without
+    ``prepare`` trains the same way."""
+    from iclgd.models import linear_transformer as LT
+
+    d, n, L, N = 3, 6, 2, 64
+    keys = jax.random.split(jax.random.key(6), 2)
+    batch = jax.vmap(lambda k: tasks.sample_paper_prompts(k, n, N, diag=(1.0, 0.5, 2.0)))(keys)
+    model = iclgd.models.linear_transformer_model(d, L, form="gdpp", symmetrize=True, init_std=0.3)
+    assert iclgd.models.linear_transformer_model(d, L, form="full").prepare is None
+    params = jax.vmap(model.init)(keys)
+    one = jax.tree_util.tree_map(lambda x: x[0], (params, batch))
+    m = model.prepare(one[1])
+    assert isinstance(m, LT.PromptMoments) and m.G.shape == (N, d, d)
+    np.testing.assert_array_equal(m.y_target, one[1].y_target)
+    np.testing.assert_allclose(model.predict(one[0], m), model.predict(*one), rtol=1e-12)
+    loss = training.batch_loss(model)
+    assert loss.prepare is model.prepare
+    np.testing.assert_allclose(loss(one[0], None, m), loss(one[0], None, one[1]), rtol=1e-12)
+    plain = lambda p, key, b: loss(p, key, b)  # noqa: E731  (no prepare: moments at every call)
+    opts = dict(steps=30, optimizer="lbfgs", learning_rate=1.0, fixed_key=True, progress=False)
+    runs = [
+        iclgd.train_seeds(f, model.init, keys, seed_args=(batch,), **opts) for f in (loss, plain)
+    ]
+    np.testing.assert_allclose(runs[0].losses, runs[1].losses, rtol=1e-9)
+    assert runs[0].losses[0, -1] < 0.5 * runs[0].losses[0, 0]  # it trained
+    single = [iclgd.train(f, one[0], keys[0], args=(one[1],), **opts) for f in (loss, plain)]
+    np.testing.assert_allclose(single[0].losses, single[1].losses, rtol=1e-9)
+    # the trainer hands the loss what prepare returns (a prepare that marks its output)
+    marked = lambda p, key, b: jnp.mean(b[0]) * jnp.sum(p**2)  # noqa: E731
+    marked.prepare = lambda b: (b.y_target * 0 + 7.0,)
+    r = iclgd.train(
+        marked, jnp.ones(2), keys[0], args=(one[1],), steps=1, optimizer="sgd", learning_rate=1e-9
+    )
+    assert float(r.losses[0]) == 14.0
+
+
 def test_batch_and_per_prompt_loss_bad_input():
     model = iclgd.models.linear_transformer_model(3, 1, form="pgd")
     params = model.init(jax.random.key(0))

@@ -57,11 +57,17 @@ class Model(NamedTuple):
         predict: ``predict(params, batch) -> (B,)`` (Parts I, III) or ``(B, K)`` (Part II); pure and
             jittable.
         name: a short description, e.g. ``"lsa(d=10, H=1)"``.
+        prepare: ``None``, or ``prepare(batch) -> batch'``, the part of ``predict`` that does not
+            depend on the parameters, done once: ``predict(params, prepare(batch))`` equals
+            ``predict(params, batch)``, and ``prepare(batch).y_target`` is ``batch.y_target``.
+            :func:`iclgd.training.batch_loss` of such a model prepares its fixed batch once per
+            training (GD++'s context moments, :func:`linear_transformer_model`).
     """
 
     init: Callable[[jax.Array], Any]
     predict: Callable[[Any, Any], jax.Array]
     name: str
+    prepare: Callable[[Any], Any] | None = None
 
 
 def _task_batch(batch) -> TaskBatch:
@@ -130,6 +136,10 @@ def linear_transformer_model(
     ``(L, d, d)``: preconditioned GD) or ``"gdpp"`` (eq. 13, ``{"A", "B"}`` each ``(L, d, d)``:
     GD++). The prediction ``predict(params, batch)`` is ``-[Z_L]_{d+1, n+1}`` (eq. 5), ``(B,)``, for
     a :class:`~iclgd.tasks.TaskBatch` ``batch`` (e.g. :func:`~iclgd.tasks.sample_paper_prompts`).
+    Forms ``"pgd"`` and ``"gdpp"`` also have ``prepare(batch)``, the batch's
+    :class:`~iclgd.models.linear_transformer.PromptMoments`, which ``predict`` accepts in place of
+    the batch (all that eq. 9 and eq. 13 read of a prompt:
+    :func:`~iclgd.models.linear_transformer.gdpp_moments`).
 
     Args:
         d: input dimension, ``>= 1``.
@@ -192,9 +202,18 @@ def linear_transformer_model(
             )
 
         def predict(params, batch):
+            if isinstance(batch, _lt.PromptMoments):
+                return _lt.sparse_predict(effective(params), batch)
             return _lt.sparse_predict(effective(params), _embed(batch))
 
-    return Model(init, predict, name)
+    if form == "full":
+        return Model(init, predict, name)
+
+    def prepare(batch):
+        b = _task_batch(batch)
+        return _lt.prompt_moments(embed_zero_query(b), b.y_target)
+
+    return Model(init, predict, name, prepare)
 
 
 def _embed(batch) -> jax.Array:

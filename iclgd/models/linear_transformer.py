@@ -58,6 +58,8 @@ the book; the other forward functions are the same maps computed cheaply.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -74,6 +76,9 @@ __all__ = [
     "linear_transformer_output_literal",
     "linear_transformer_predict",
     "sparse_predict",
+    "PromptMoments",
+    "prompt_moments",
+    "gdpp_moments",
 ]
 
 _FULL_KEYS = ("P", "Q")
@@ -382,30 +387,99 @@ def linear_transformer_predict(params: dict, Z0: jax.Array) -> jax.Array:
     return -linear_transformer_output(params, Z0)[:, -1, -1]
 
 
-def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
+def sparse_predict(params: dict, Z0) -> jax.Array:
     """Prediction ``-[Z_L]_{d+1,n+1}`` of the sparse transformer, from the
     sparse parameters directly.
 
     * ``{"A"}`` (eq. 9): the covariate rows never change (App. B.2 eq. 22) and only the label row
-      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56): ``O(B d (n+1) + B d^2)``
-      per layer.
+      evolves, ``Y_{l+1} = Y_l + (1/n) Y_l M X^T A_l X`` (App. C.2 eq. 56), so ``Y_l = Y_0 +
+      c_l^T X`` with ``c_{l+1} = c_l + A_l^T (h_0 + G_0 c_l)`` (:func:`gdpp_moments` with
+      ``B_l = 0``): ``O(B d^2 n)`` once, then ``O(B d^2)`` per layer.
     * ``{"A", "B"}`` (eq. 13): ``X_{l+1} = X_l + (1/n) B_l X_l M X_l^T A_l X_l`` and
-      ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54): ``O(B d^2 (n+1))`` per layer.
+      ``Y_{l+1} = Y_l + (1/n) Y_l M X_l^T A_l X_l`` (App. C.1 eq. 54), computed through each
+      prompt's context moments (:func:`gdpp_moments`): ``O(B d^2 n)`` once, then ``O(B d^3)`` per
+      layer, whatever ``n``.
 
     Equals ``linear_transformer_predict(sparse_to_full(params), Z0)``.
 
     Args:
         params: ``{"A": (L, d, d)}`` or ``{"A": (L, d, d), "B": (L, d, d)}``.
-        Z0: ``(B, d+1, n+1)`` embeddings (eq. 1).
+        Z0: ``(B, d+1, n+1)`` embeddings (eq. 1), or their :class:`PromptMoments`
+            (:func:`prompt_moments`: the same predictions, without the per-call moments).
 
     Returns:
         ``(B,)`` predictions.
     """
     dims = v.Dims()
+    if isinstance(Z0, PromptMoments):
+        m = _check_moments(Z0, dims)
+        has_B = _check_sparse_params(params, dims)
+        As = jnp.asarray(params["A"])
+        if not has_B:
+            return _moments_forward_pgd(As, m.G, m.h, m.x_q, m.y_q)
+        return _moments_forward_gdpp(As, jnp.asarray(params["B"]), m.G, m.h, m.x_q, m.y_q)
     _check_Z(Z0, dims)
     if _check_sparse_params(params, dims):
         return _sparse_forward_gdpp(params["A"], params["B"], Z0)
     return _sparse_forward_pgd(params["A"], Z0)
+
+
+class PromptMoments(NamedTuple):
+    """A batch of prompts as the sparse transformers (eq. 9, 13) read it: each prompt's context
+    moments, its query and target (:func:`prompt_moments`).
+
+    Attributes:
+        G: ``(B, d, d)``, ``G_0 = (1/n) X_0 M X_0^T``.
+        h: ``(B, d)``, ``h_0 = (1/n) X_0 M Y_0^T``.
+        x_q: ``(B, d)``, the query ``x^(n+1)``.
+        y_q: ``(B,)``, the query's label entry ``[Z_0]_{d+1,n+1}`` (0 in eq. 1).
+        y_target: ``(B,)``, the label to predict (carried for the losses).
+    """
+
+    G: jax.Array
+    h: jax.Array
+    x_q: jax.Array
+    y_q: jax.Array
+    y_target: jax.Array
+
+
+def prompt_moments(Z0: jax.Array, y_target: jax.Array) -> PromptMoments:
+    """The :class:`PromptMoments` of embeddings ``Z0``: what eq. 9's and eq. 13's predictions
+    depend on, computed once for a fixed batch (``O(B d^2 n)``), after which
+    :func:`sparse_predict` costs ``O(B d^3)`` per layer whatever ``n``.
+
+    Args:
+        Z0: ``(B, d+1, n+1)`` embeddings (eq. 1).
+        y_target: ``(B,)`` targets.
+
+    Returns:
+        a :class:`PromptMoments`.
+    """
+    dims = v.Dims()
+    _check_Z(Z0, dims)
+    y_target = v.array("y_target", y_target, "B", dims, what="one target per prompt of Z0")
+    return PromptMoments(*_moments(Z0), y_target)
+
+
+def _check_moments(m: PromptMoments, dims: dict) -> PromptMoments:
+    G = v.array("Z0.G", m.G, "B d d", dims)
+    return PromptMoments(
+        G,
+        v.array("Z0.h", m.h, "B d", dims),
+        v.array("Z0.x_q", m.x_q, "B d", dims),
+        v.array("Z0.y_q", m.y_q, "B", dims),
+        m.y_target,
+    )
+
+
+@jax.jit
+def _moments(Z0: jax.Array):
+    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
+    Xc, Yc = Z0[:, :d, :n], Z0[:, d, :n]
+    # sums over the n examples as reductions (an unrolled sum would be copied into every consumer)
+    G0 = (Xc[:, :, None, :] * Xc[:, None, :, :]).sum(-1) / n  # (B, d, d)
+    h0 = (Xc * Yc[:, None, :]).sum(-1) / n  # (B, d)
+    return G0, h0, Z0[:, :d, n], Z0[:, d, n]
 
 
 # The layers are unrolled (L is small): on a CPU the backward pass of a lax.scan over the layers
@@ -414,25 +488,169 @@ def sparse_predict(params: dict, Z0: jax.Array) -> jax.Array:
 
 @jax.jit
 def _sparse_forward_pgd(As: jax.Array, Z0: jax.Array) -> jax.Array:
-    d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
-    X0, Y = Z0[:, :d, :], Z0[:, d, :]  # (B, d, n+1), (B, n+1)
-    for A in As:
-        u = jnp.einsum("bic,bc->bi", X0[:, :, :n], Y[:, :n]) / n  # (1/n) X M Y^T  (B, d)
-        Y = Y + jnp.einsum("bi,ij,bjc->bc", u, A, X0)
-    return -Y[:, n]
+    return _moments_forward_pgd(As, *_moments(Z0))
 
 
 @jax.jit
 def _sparse_forward_gdpp(As: jax.Array, Bs: jax.Array, Z0: jax.Array) -> jax.Array:
+    G0, h0, xq, yq = _moments(Z0)
+    return -(yq + _gdpp_coefficients(As, Bs, G0, h0, xq))
+
+
+@jax.jit
+def _moments_forward_gdpp(As, Bs, G0, h0, xq, yq) -> jax.Array:
+    return -(yq + _gdpp_coefficients(As, Bs, G0, h0, xq))
+
+
+@jax.jit
+def _moments_forward_pgd(As, G0, h0, xq, yq) -> jax.Array:
+    c = jnp.zeros_like(h0)  # eq. 9: F_l = I, c_{l+1} = c_l + A_l^T (h_0 + G_0 c_l)
+    for A in As:
+        c = c + (h0 + _mv(G0, c)) @ A
+    return -(yq + jnp.sum(c * xq, axis=-1))
+
+
+def gdpp_moments(params: dict, Z0: jax.Array) -> dict:
+    """GD++ (eq. 13) through each prompt's context moments: the same predictions as
+    :func:`sparse_predict` on ``{"A", "B"}``, and what it computes.
+
+    With ``X_l = F_l X_0`` (``F_0 = I``), eq. 54 is a recursion on ``d x d`` and ``d`` per prompt:
+
+        G_l = F_l G_0 F_l^T,   u_l = F_l (h_0 + G_0 c_l),
+        c_{l+1} = c_l + F_l^T A_l^T u_l,   F_{l+1} = (I + B_l G_l A_l) F_l,
+
+    where ``G_0 = (1/n) X_0 M X_0^T``, ``h_0 = (1/n) X_0 M Y_0^T`` (the context's moments) and
+    ``c_0 = 0``; the label row is ``Y_l = Y_0 + c_l^T X_0`` and the prediction
+    ``-[Z_L]_{d+1,n+1} = -(y_q + <c_L, x^(n+1)>)`` (``y_q = [Z_0]_{d+1,n+1}``, 0 in eq. 1).
+
+    Args:
+        params: ``{"A": (L, d, d), "B": (L, d, d)}`` (any ``A_l``, ``B_l``).
+        Z0: ``(B, d+1, n+1)`` embeddings.
+
+    Returns:
+        ``{"G": (B, d, d), "h": (B, d), "F": (L+1, B, d, d), "c": (L+1, B, d)}``: the moments
+        and every layer's ``F_l``, ``c_l`` (``l = 0..L``).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from iclgd import tasks
+        >>> t = tasks.sample_paper_prompts(jax.random.key(0), n=10, batch=4)
+        >>> p = init_sparse(jax.random.key(1), 5, 2, 0.3, with_B=True)
+        >>> Z0 = tasks.embed_zero_query(t)
+        >>> m = gdpp_moments(p, Z0)
+        >>> bool(jnp.allclose(-jnp.sum(m["c"][-1] * t.x_q, -1), sparse_predict(p, Z0)))
+        True
+    """
+    dims = v.Dims()
+    _check_Z(Z0, dims)
+    if not _check_sparse_params(params, dims):
+        raise ValueError("params must hold 'B' too: gdpp_moments is eq. 13's recursion")
+    return _gdpp_states(jnp.asarray(params["A"]), jnp.asarray(params["B"]), Z0)
+
+
+@jax.jit
+def _gdpp_states(As, Bs, Z0):
     d, n = Z0.shape[1] - 1, Z0.shape[2] - 1
-    X, Y = Z0[:, :d, :], Z0[:, d, :]
+    Xc, Yc = Z0[:, :d, :n], Z0[:, d, :n]
+    G0 = jnp.einsum("bic,bjc->bij", Xc, Xc) / n
+    h0 = jnp.einsum("bic,bc->bi", Xc, Yc) / n
+    F = jnp.broadcast_to(jnp.eye(d, dtype=G0.dtype), G0.shape)
+    c = jnp.zeros_like(h0)
+    Fs, cs = [F], [c]
     for A, Bm in zip(As, Bs):
-        Xc = X[:, :, :n]
-        u = jnp.einsum("bic,bc->bi", Xc, Y[:, :n]) / n  # (B, d)
-        G = jnp.einsum("bic,bjc->bij", Xc, Xc) / n  # (1/n) X M X^T  (B, d, d)
-        AX = jnp.einsum("ij,bjc->bic", A, X)  # (B, d, n+1)
-        X, Y = X + jnp.einsum("ij,bjk,bkc->bic", Bm, G, AX), Y + jnp.einsum("bi,bic->bc", u, AX)
-    return -Y[:, n]
+        G = jnp.einsum("bij,bjk,blk->bil", F, G0, F)
+        u = jnp.einsum("bij,bj->bi", F, h0 + jnp.einsum("bij,bj->bi", G0, c))
+        c = c + jnp.einsum("bji,kj,bk->bi", F, A, u)
+        F = F + jnp.einsum("ij,bjk,kl,blm->bim", Bm, G, A, F)
+        Fs.append(F)
+        cs.append(c)
+    return {"G": G0, "h": h0, "F": jnp.stack(Fs), "c": jnp.stack(cs)}
+
+
+# Per-prompt products of tiny matrices, (B, a, k) x (B, k, b), as sums over the contracted index k
+# of broadcast products: XLA's CPU batched dot is 10-20x slower on them
+# (benchmarks/README.md, "Where GD++ training spends its time"). Each has a custom VJP that is again
+# such a sum (differentiating the sums directly gives XLA reductions, as slow as the batched dot).
+
+
+def _nn(P, Q):  # P Q
+    return sum(P[:, :, k, None] * Q[:, None, k, :] for k in range(P.shape[2]))
+
+
+def _nt(P, Q):  # P Q^T
+    return sum(P[:, :, k, None] * Q[:, None, :, k] for k in range(P.shape[2]))
+
+
+def _tn(P, Q):  # P^T Q
+    return sum(P[:, k, :, None] * Q[:, None, k, :] for k in range(P.shape[1]))
+
+
+@jax.custom_vjp
+def _mm(P, Q):
+    return _nn(P, Q)
+
+
+_mm.defvjp(lambda P, Q: (_nn(P, Q), (P, Q)), lambda r, g: (_nt(g, r[1]), _tn(r[0], g)))
+
+
+@jax.custom_vjp
+def _mm_t(P, Q):  # P Q^T
+    return _nt(P, Q)
+
+
+_mm_t.defvjp(lambda P, Q: (_nt(P, Q), (P, Q)), lambda r, g: (_nn(g, r[1]), _tn(g, r[0])))
+
+
+def _mv_raw(P, x):  # P x
+    return sum(P[:, :, k] * x[:, None, k] for k in range(P.shape[2]))
+
+
+def _tv_raw(P, x):  # P^T x
+    return sum(P[:, k, :] * x[:, None, k] for k in range(P.shape[1]))
+
+
+@jax.custom_vjp
+def _mv(P, x):
+    return _mv_raw(P, x)
+
+
+_mv.defvjp(
+    lambda P, x: (_mv_raw(P, x), (P, x)),
+    lambda r, g: (g[:, :, None] * r[1][:, None, :], _tv_raw(r[0], g)),
+)
+
+
+@jax.custom_vjp
+def _tv(P, x):  # P^T x
+    return _tv_raw(P, x)
+
+
+_tv.defvjp(
+    lambda P, x: (_tv_raw(P, x), (P, x)),
+    lambda r, g: (r[1][:, :, None] * g[:, None, :], _mv_raw(r[0], g)),
+)
+
+
+def _sandwich(Bm, G, A):
+    """``B G_b A`` for every prompt ``b`` (``B``, ``A`` shared): for ``d <= 8`` one matrix product
+    ``vec(G_b) (B^T kron A)`` of ``(batch, d^2) x (d^2, d^2)``, else two shared products."""
+    d = G.shape[-1]
+    if d > 8:
+        return jnp.einsum("ij,bjk,kl->bil", Bm, G, A)
+    return (G.reshape(-1, d * d) @ jnp.kron(Bm.T, A)).reshape(G.shape)
+
+
+def _gdpp_coefficients(As, Bs, G0, h0, xq):
+    """``<c_L, x_q>`` of :func:`gdpp_moments`'s recursion, ``(B,)``, from ``G0 (B, d, d)``, ``h0
+    (B, d)`` and ``xq (B, d)``; the first layer (``F_0 = I``, ``c_0 = 0``) in closed form."""
+    c = h0 @ As[0]  # c_1 = A_0^T h_0 (row vectors: h A = (A^T h)^T)
+    F = jnp.eye(G0.shape[-1], dtype=G0.dtype) + _sandwich(Bs[0], G0, As[0])
+    for A, Bm in zip(As[1:], Bs[1:]):
+        G = _mm_t(_mm(F, G0), F)  # F G_0 F^T
+        u = _mv(F, h0 + _mv(G0, c))
+        c = c + _tv(F, u @ A)
+        F = F + _mm(_sandwich(Bm, G, A), F)
+    return jnp.sum(c * xq, axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------

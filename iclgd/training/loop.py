@@ -44,6 +44,7 @@ import optax
 
 from .. import checks as v
 from ..models import Model
+from ..tasks.linear import TaskBatch
 from .checks import (  # _LOSS_FN, _check_args: also imported from here by losses.py
     _LOSS_FN,  # noqa: F401
     _check_args,  # noqa: F401
@@ -222,6 +223,22 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol=No
 
 
 _tm = jax.tree_util.tree_map
+
+
+def _prepared(loss_fn, args: tuple, seeds: bool) -> tuple:
+    """``args`` with a fixed batch prepared once by ``loss_fn.prepare`` (a batch loss of a model
+    with ``prepare``, :func:`~iclgd.training.batch_loss`), when the batch is the loss's one
+    extra argument; seeds' batches (a leading seed axis) prepared by one ``vmap``."""
+    prepare = getattr(loss_fn, "prepare", None)
+    if prepare is None or len(args) != 1 or not isinstance(args[0], TaskBatch):
+        return args
+    key = (prepare, seeds)
+    if key not in _PREPARE:
+        _PREPARE[key] = jax.jit(jax.vmap(prepare) if seeds else prepare)
+    return (_PREPARE[key](args[0]),)
+
+
+_PREPARE: dict = {}
 
 
 def _host(tree):
@@ -421,6 +438,7 @@ def train(
     steps = v.positive_int("steps", steps)
     v.prng_key("key", key)
     args = _check_common(loss_fn, args, metrics, fixed_key=fixed_key, has_aux=has_aux)
+    args = _prepared(loss_fn, args, seeds=False)
     gtol = _check_gtol(gtol)
     _check_params("params", params, learning_rate if isinstance(optimizer, str) else None)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
@@ -507,6 +525,8 @@ def train_seeds(
     v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
     args = _check_common(loss_fn, args, metrics, fixed_key=fixed_key, has_aux=has_aux)
     seed_args = _check_seed_args(seed_args, S)
+    if not args:
+        seed_args = _prepared(loss_fn, seed_args, seeds=True)
     gtol = _check_gtol(gtol)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)

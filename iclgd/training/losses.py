@@ -23,7 +23,7 @@ import numpy as np
 from .. import checks as v
 from ..metrics import _predict_fn, mse
 from ..models import Model
-from ..models.linear_transformer import mask_layers
+from ..models.linear_transformer import PromptMoments, mask_layers
 from ..tasks.linear import Prior, TaskBatch, check_prior, sample_tasks
 from ..tasks.representation import (
     sample_representation_tasks,
@@ -92,6 +92,11 @@ def batch_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> LossFn:
     :func:`~iclgd.tasks.sample_paper_prompts` (Ahn et al. Secs. 5.3, 6.1: the empirical version of
     the loss of eq. 5).
 
+    For a model with ``prepare`` (GD++, :class:`~iclgd.models.Model`) the loss also accepts
+    ``model.prepare(batch)`` and carries ``loss.prepare``: :func:`~iclgd.training.train` and
+    :func:`~iclgd.training.train_seeds` then prepare the fixed batch once, before the first step
+    (the same loss, without recomputing the batch's moments at every evaluation).
+
     Args:
         model: a :class:`~iclgd.models.Model` of Parts I/III, or ``predict(params, tasks) -> (B,)``.
 
@@ -100,12 +105,22 @@ def batch_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> LossFn:
         for a :class:`~iclgd.tasks.TaskBatch` ``batch`` of ``B`` prompts.
     """
     predict = _linear_predict(model)
+    prepare = model.prepare if isinstance(model, Model) else None
+    if prepare is None:
 
-    def loss(params, key, batch):
-        b = v.container("batch", batch, TaskBatch, "an iclgd.tasks.TaskBatch")
-        return jnp.mean((predict(params, b) - b.y_target) ** 2)
+        def loss(params, key, batch):
+            b = v.container("batch", batch, TaskBatch, "an iclgd.tasks.TaskBatch")
+            return jnp.mean((predict(params, b) - b.y_target) ** 2)
 
-    return loss
+        return loss
+
+    def prepared_loss(params, key, batch):
+        if not isinstance(batch, PromptMoments):
+            batch = v.container("batch", batch, TaskBatch, "an iclgd.tasks.TaskBatch")
+        return jnp.mean((predict(params, batch) - batch.y_target) ** 2)
+
+    prepared_loss.prepare = prepare
+    return prepared_loss
 
 
 def per_prompt_loss(model: Model | Callable[[Any, TaskBatch], jax.Array]) -> Callable:
