@@ -9,17 +9,23 @@ Setting (Sec. 5.3 / 6.1 of the paper, as the chapters run it at ``ICLGD_SCALE=pa
 three layers, one fixed batch of 20,000 prompts per seed with the paper's Sigma, L-BFGS (optax,
 zoom line search).
 
-1. **One value and gradient of the training loss** (one seed, 20,000 prompts), three forward
-   passes of the same model:
+1. **One value and gradient of the training loss** (one seed, 20,000 prompts, float64), several
+   forward passes of the same model:
 
    * ``sparse_predict``: iclgd's (what ``linear_transformer_model(..., symmetrize=True).predict``
-     runs), every token through every layer with batched ``einsum``, the layers unrolled in Python;
-   * ``lax.scan over layers``: the same computation with a ``lax.scan`` over the layers, as iclgd
-     had it up to 6f5e86e^; defined below;
+     runs), through each prompt's context moments; for GD++ both on ``model.prepare(batch)`` (the
+     moments computed once, what ``train_seeds`` evaluates) and on the embeddings (the moments at
+     every call);
+   * ``tokens, layers unrolled``: GD++ token by token (iclgd's ``sparse_predict`` up to 1e20069);
+   * ``lax.scan over layers``: the token form with a ``lax.scan`` over the layers (iclgd up to
+     6f5e86e^); defined below;
    * ``full model``: ``linear_transformer_predict(sparse_to_full(params), Z0)``, the general
      (d+1) x (d+1) layers of eq. 3-4.
 
-   For eq. 9 (``{"A"}``, n = 20, Figs. 1-2) and eq. 13 (``{"A", "B"}``, GD++, n = 10, Figs. 3-4).
+   For eq. 9 (``{"A"}``, n = 20, Figs. 1-2) and eq. 13 (``{"A", "B"}``, GD++, n = 10 and 20,
+   Figs. 3-4); for GD++ also **the floor**: the flops per prompt (``gdpp_flops``, token form and
+   moment form) x 20,000 at the rate of a 2000 x 2000 GEMM measured beside it (``rates``, which
+   also measures 20,000 products of 5 x 5).
 
 2. **L-BFGS steps of 5 seeds** (eq. 13, n = 10), one call = ``iclgd.train_seeds(..., steps=K)``:
 
