@@ -1,5 +1,6 @@
 """The trainer's argument checks (:mod:`iclgd.training.loop`): each raises a clear ``ValueError``
-or ``TypeError`` naming the argument."""
+or ``TypeError`` naming the argument; and what the trainer derives from its checked arguments
+(``gtol``'s initial state, a fixed batch prepared once)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import checks as v
+from ..tasks.linear import TaskBatch
 
 
 def _check_args(args) -> tuple:
@@ -133,3 +135,31 @@ def _check_seed_args(seed_args, S: int) -> tuple:
                 f"leaf, got a leaf of shape {np.shape(leaf)}"
             )
     return seed_args
+
+
+def _prepared(loss_fn, args: tuple, seeds: bool) -> tuple:
+    """``args`` with a fixed batch prepared once by ``loss_fn.prepare`` (a batch loss of a model
+    with ``prepare``, :func:`~iclgd.training.batch_loss`), when the batch is the loss's one
+    extra argument; seeds' batches (a leading seed axis) prepared by one ``vmap``."""
+    prepare = getattr(loss_fn, "prepare", None)
+    if prepare is None or len(args) != 1 or not isinstance(args[0], TaskBatch):
+        return args
+    key = (prepare, seeds)
+    if key not in _PREPARE:
+        _PREPARE[key] = jax.jit(jax.vmap(prepare) if seeds else prepare)
+    return (_PREPARE[key](args[0]),)
+
+
+_PREPARE: dict = {}
+
+
+def _conv0(loss_fn, params, key, args, has_aux, gtol):
+    """The initial ``conv`` of the trainer's jitted chunk (``None`` without ``gtol``): step ``-1``
+    and zeros of the loss's and aux's shapes."""
+    if gtol is None:
+        return None
+    out = jax.eval_shape(lambda p: _loss_output(loss_fn(p, key, *args), has_aux), params)
+    tm = jax.tree_util.tree_map
+    zeros = tm(lambda x: jnp.zeros(x.shape, x.dtype), out)
+    strong = lambda x: jax.lax.convert_element_type(x, jnp.result_type(x))  # noqa: E731
+    return tm(strong, (jnp.full((), -1, jnp.arange(1).dtype), *zeros))

@@ -44,7 +44,6 @@ import optax
 
 from .. import checks as v
 from ..models import Model
-from ..tasks.linear import TaskBatch
 from .checks import (  # _LOSS_FN, _check_args: also imported from here by losses.py
     _LOSS_FN,  # noqa: F401
     _check_args,  # noqa: F401
@@ -54,7 +53,9 @@ from .checks import (  # _LOSS_FN, _check_args: also imported from here by losse
     _check_params,
     _check_seed_args,
     _chunking,
+    _conv0,
     _loss_output,
+    _prepared,
 )
 from .optim import _build, _resolve, _value_and_grad
 
@@ -223,22 +224,6 @@ def _runner(loss_fn, opt_key, chunk, every, fixed_key, has_aux, metrics, gtol=No
 
 
 _tm = jax.tree_util.tree_map
-
-
-def _prepared(loss_fn, args: tuple, seeds: bool) -> tuple:
-    """``args`` with a fixed batch prepared once by ``loss_fn.prepare`` (a batch loss of a model
-    with ``prepare``, :func:`~iclgd.training.batch_loss`), when the batch is the loss's one
-    extra argument; seeds' batches (a leading seed axis) prepared by one ``vmap``."""
-    prepare = getattr(loss_fn, "prepare", None)
-    if prepare is None or len(args) != 1 or not isinstance(args[0], TaskBatch):
-        return args
-    key = (prepare, seeds)
-    if key not in _PREPARE:
-        _PREPARE[key] = jax.jit(jax.vmap(prepare) if seeds else prepare)
-    return (_PREPARE[key](args[0]),)
-
-
-_PREPARE: dict = {}
 
 
 def _host(tree):
@@ -525,8 +510,7 @@ def train_seeds(
     v.function("init_fn", init, "a Model or a function init_fn(key) -> params")
     args = _check_common(loss_fn, args, metrics, fixed_key=fixed_key, has_aux=has_aux)
     seed_args = _check_seed_args(seed_args, S)
-    if not args:
-        seed_args = _prepared(loss_fn, seed_args, seeds=True)
+    seed_args = seed_args if args else _prepared(loss_fn, seed_args, seeds=True)
     gtol = _check_gtol(gtol)
     opt_key, opt, lr, lbfgs = _resolve(optimizer, learning_rate)
     chunk, every = _chunking(steps, chunk, record_every)
@@ -592,16 +576,6 @@ def train_seeds(
     if conv_at is not None:
         msg += f"; {int((conv_at >= 0).sum())} converged (max |gradient| <= {gtol:g})"
     return TrainResult(params, all_losses, diverged, stopped, msg, history, aux_all, conv_at)
-
-
-def _conv0(loss_fn, params, key, args, has_aux, gtol):
-    """The initial ``conv`` of :func:`_runner` (``None`` without ``gtol``): step ``-1`` and zeros
-    of the loss's and aux's shapes."""
-    if gtol is None:
-        return None
-    out = jax.eval_shape(lambda p: _loss_output(loss_fn(p, key, *args), has_aux), params)
-    zeros = _tm(lambda x: jnp.zeros(x.shape, x.dtype), out)
-    return _strong((jnp.full((), -1, jnp.arange(1).dtype), *zeros))
 
 
 _VMAPPED: dict = {}
