@@ -42,7 +42,7 @@ zoom line search).
    ``torch.optim.LBFGS(history_size=600, max_iter=4, lr=0.1)``), the PyTorch port in
    ``torch_peer_part3.py`` (float32, 1 and 2 threads) against
    ``iclgd.train_seeds(training.batch_loss(model), ..., optimizer=training.torch_lbfgs(0.1, 600))``
-   as chapter ``gdpp_public`` runs it (float64): one value and gradient, and one L-BFGS iteration
+   as chapter ``gdpp`` runs the code's recipe (float64): one value and gradient, and one L-BFGS iteration
    (the peer: one notebook step / 4, its five evaluations included; iclgd: a call of ``4 K``
    iterations / ``4 K``, compilation shown apart in round 0).
 
