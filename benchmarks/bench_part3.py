@@ -42,9 +42,9 @@ zoom line search).
    ``torch.optim.LBFGS(history_size=600, max_iter=4, lr=0.1)``), the PyTorch port in
    ``torch_peer_part3.py`` (float32, 1 and 2 threads) against
    ``iclgd.train_seeds(training.batch_loss(model), ..., optimizer=training.torch_lbfgs(0.1, 600))``
-   as chapter ``gdpp`` runs the code's recipe (float64): one value and gradient, and one L-BFGS iteration
-   (the peer: one notebook step / 4, its five evaluations included; iclgd: a call of ``4 K``
-   iterations / ``4 K``, compilation shown apart in round 0).
+   as chapter ``gdpp`` runs the code's recipe (float64): one value and gradient, and one L-BFGS
+   iteration (the peer: one notebook step / 4, its five evaluations included; iclgd: a call of
+   ``4 K`` iterations / ``4 K``, compilation shown apart in round 0).
 
 Protocol: the contenders of a section run interleaved, A, B, C, A, B, C, ...; round 0 is each one's
 first call (compilation included, shown separately as ``compile``: JAX's own monitoring events),

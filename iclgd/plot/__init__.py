@@ -32,6 +32,9 @@ Index (notebook -> function):
 * ``part2/inference``: Fig. 2(a) -> :func:`fig2a_inference`, Fig. 3 -> :func:`fig3_gap`.
 * ``part2/deep``: Fig. 2(b) -> :func:`deep_losses`, Fig. 5 -> :func:`heads_budget`.
 * ``risk_ladder``: every model's risk on one task -> :func:`risk_ladder`.
+* the part pages (``part1/index`` ... ``part3/index``), their schematics (drawn to SVG by
+  ``scripts/make_schematics.py``) -> :func:`part1_schematic`, :func:`part2_schematic`,
+  :func:`part3_schematic`.
 """
 
 from .core import DPI, MAX_WIDTH, PALETTE, STYLE, log_ticks, retina_inline, smooth, style
@@ -46,6 +49,7 @@ from .pgd import (
     weight_heatmaps,
 )
 from .representation import fig2a_inference, fig3_gap, heads_sweep, lemma5_check, theorem1_rate
+from .schematic import part1_schematic, part2_schematic, part3_schematic
 from .setting import fig1_prior_mean
 from .transformer import deep_losses, heads_budget
 from .yq_lsa import fig5_yq_training, fig5b_yq_vs_gd
@@ -82,6 +86,9 @@ __all__ = [
     "deep_losses",
     "heads_budget",
     "risk_ladder",
+    "part1_schematic",
+    "part2_schematic",
+    "part3_schematic",
 ]
 
 retina_inline()
