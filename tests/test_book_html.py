@@ -981,6 +981,23 @@ def test_no_resource_is_loaded_from_the_network():
     )
 
 
+def test_figure_numbers_run_in_page_order_without_gaps():
+    """The HTML as written: on each page the figure numbers ("Fig. 4.1", ...) appear in order,
+    1, 2, 3, ... with nothing skipped, and each once: a figure numbered only inside a hidden tab
+    would leave a visible gap."""
+    _require_build()
+    wrong = []
+    for page in FILES:
+        html = (HTML_DIR / page).read_text(encoding="utf8")
+        numbers = re.findall(r'<span class="caption-number">Fig\. (\d+)\.(\d+) ?</span>', html)
+        if not numbers:
+            continue
+        seen = [int(k) for _, k in numbers]
+        if seen != list(range(1, len(seen) + 1)) or len({c for c, _ in numbers}) != 1:
+            wrong.append(f"{page}: " + ", ".join(".".join(n) for n in numbers))
+    assert not wrong, "figure numbers out of order or with gaps:\n" + "\n".join(wrong)
+
+
 # ------------------------------------------------------------------------------------------------
 # Hover previews of cross-references (book/_static/iclgd-hover.js)
 

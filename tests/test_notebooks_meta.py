@@ -59,6 +59,21 @@ def test_notebook_conventions(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_figures_are_numbered_by_their_captions_only(path):
+    """A figure's number comes from its ``figure-caption`` (book/_ext/iclgd_figures.py): myst-nb's
+    cell metadata ``mystnb.figure`` would make the cell's ci output a second numbered figure,
+    hidden in the ci tab, and leave a gap in the visible numbering (Fig. 4.1, then 4.3)."""
+    nb = json.loads(path.read_text())
+    bad = [
+        i
+        for i, c in enumerate(nb["cells"])
+        for key in ("mystnb", "myst")
+        if isinstance(c.get("metadata", {}).get(key), dict) and "figure" in c["metadata"][key]
+    ]
+    assert not bad, f"cells {bad} carry myst-nb figure metadata: caption them with figure-caption"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_notebooks_keep_code_in_the_library(path):
     """No helper defined in a chapter, short cells, figures drawn by iclgd.plot with folded code."""
     code = _code_cells(json.loads(path.read_text()))

@@ -87,7 +87,8 @@ def test_the_drawing_is_reproducible_and_the_check_can_fail(tmp_path, monkeypatc
 @pytest.mark.parametrize("part", [1, 2, 3])
 def test_each_part_page_shows_its_schematic(part):
     text = (REPO / "book" / f"part{part}" / "index.md").read_text(encoding="utf8")
-    m = re.search(rf"```{{figure}} \.\./_generated/schematics/part{part}\.svg\n(.*?)\n```", text, re.S)
+    pattern = rf"```{{figure}} \.\./_generated/schematics/part{part}\.svg\n(.*?)\n```"
+    m = re.search(pattern, text, re.S)
     assert m, f"book/part{part}/index.md shows no schematic"
     options = dict(re.findall(r"^:(\w+): (.*)$", m[1], re.M))
     assert options.get("name") == f"fig-p{part}-schematic" and options.get("alt")

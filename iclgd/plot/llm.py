@@ -62,7 +62,8 @@ def fig6_paired_differences(
     xlabel: str = "squared error: arm minus LM without guesses",
 ):
     """Fig. 6 as paired differences: one row per comparison, each run a dot, the mean a diamond
-    with its confidence interval; left of zero the arm has the lower error.
+    and its confidence interval a capped bar just above the row; left of zero the arm has the
+    lower error.
 
     Args:
         diffs: ``{label: (P,) differences of squared errors}`` (e.g. from
@@ -97,8 +98,10 @@ def fig6_paired_differences(
             jitter = (np.arange(d.size) % 7 - 3) * 0.04  # fixed offsets: the same figure each time
             color = PALETTE[i % len(PALETTE)]
             ax.plot(d, y + jitter, "o", color=color, alpha=0.35, ms=3.5, mec="none")
-            ax.plot([lo, hi], [y, y], "-", color="k", lw=2)
             ax.plot([d.mean()], [y], "D", color=color, mec="k", ms=7)
+            # the interval just above the row, with end caps, so that a narrow one is not hidden
+            # under the diamond or the dots
+            ax.plot([lo, hi], [y + 0.3, y + 0.3], "-|", color="k", lw=2, ms=8, mew=2)
         ax.axvline(0.0, color="k", lw=0.8, ls="--")
         ax.set_yticks(np.arange(len(labels))[::-1], labels)
         ax.set_xlabel(xlabel)

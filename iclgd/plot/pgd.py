@@ -67,7 +67,7 @@ def single_layer_regulariser(
         ax1.set_xlabel("$n$")
         ax1.set_ylabel(r"step along eigenvector, $\lambda_i |A_{ii}|$")
         ax1.set_title("(a) eq. 8 shrinks low-variance directions")
-        _legend_below(ax1, ncol=2, fontsize=8.5)
+        _legend_below(ax1, ncol=2)
         for k, (name, r) in enumerate(risks.items()):
             r = _as_array(f"risks[{name!r}]", r)
             ax2.plot(ns, r, color=f"C{k + 4}", ls=["-", "--", ":"][k % 3], label=name)
@@ -76,7 +76,7 @@ def single_layer_regulariser(
         ax2.set_xlabel("$n$")
         ax2.set_ylabel("exact in-context loss")
         ax2.set_title("(b) the regulariser pays at small $n$")
-        _legend_below(ax2, fontsize=8.5)
+        _legend_below(ax2)
     return _finish(fig)
 
 

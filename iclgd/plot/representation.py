@@ -98,6 +98,7 @@ def theorem1_rate(steps, gap, fit_steps, fit_gap, bound) -> Figure:
         ax.semilogy(fit_steps, fit_gap, "k--", label="linear fit of log gap")
         ax.semilogy(steps, bound, color="C3", label="bound, eq. 18")
         ax.set_xlabel("step t")
+        ax.set_ylabel(r"loss gap $L(\theta_t) - L^\star$")
         ax.legend()
     return _finish(fig)
 
