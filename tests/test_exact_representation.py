@@ -168,6 +168,49 @@ def test_theorem1_constants_bad_input(small):
             exact.theorem1_constants({"Q": p["Q"]}, small)
 
 
+def test_theorem2_steps(small):
+    """Eq. 21 against a hand computation at the small task, its monotonicity in eps, delta and B,
+    and the contraction's log1p where 1 - rate is below float64's resolution."""
+    with jax.enable_x64(True):
+        c = exact.theorem1_constants(S.init_softmax(jax.random.PRNGKey(1), 4, 8, 6), small)
+        T = exact.theorem2_steps(c, small, B=2.0, eps=1e-2, delta=0.05)
+        Z = np.asarray(small.Z, np.float64)  # (m, N) = (2, 3)
+        ld = np.log(20.0)
+        inner = (
+            np.linalg.svd(Z, compute_uv=False)[0]
+            + np.sqrt(0.5 * (2 * np.sqrt(3 * ld) + 2 * ld + 3))
+        ) ** 2
+        want = np.log(4.0 * c.delta0 * inner / (2 * 0.5 * 1e-2)) / np.log(1 / c.rate)
+        assert T == pytest.approx(want, rel=1e-9)
+        steps = [
+            exact.theorem2_steps(c, small, B=2.0, eps=e, delta=0.05) for e in (1e-1, 1e-2, 1e-3)
+        ]
+        assert steps[0] < steps[1] < steps[2]  # a tighter eps needs more steps
+        assert exact.theorem2_steps(c, small, B=2.0, eps=1e-2, delta=0.01) > T
+        assert exact.theorem2_steps(c, small, B=4.0, eps=1e-2, delta=0.05) > T
+        assert exact.theorem2_steps(c, small, B=1e-9, eps=1e3, delta=0.5) == 0.0  # log < 0
+        tiny = c._replace(eta_w=1e-15 * 2 * small.K / c.zeta0, rate=1.0)  # 1 - 1e-15 per step
+        T_tiny = exact.theorem2_steps(tiny, small, B=2.0, eps=1e-2, delta=0.05)
+        assert T_tiny == pytest.approx(np.log(4.0 * c.delta0 * inner / 1e-2) / 1e-15, rel=1e-9)
+
+
+def test_theorem2_steps_bad_input(small):
+    with jax.enable_x64(True):
+        c = exact.theorem1_constants(S.init_softmax(jax.random.PRNGKey(1), 4, 8, 6), small)
+        ok = dict(B=2.0, eps=1e-2, delta=0.05)
+        with pytest.raises(TypeError, match="constants"):
+            exact.theorem2_steps(tuple(c), small, **ok)
+        for name, bad in [("B", 0.0), ("eps", -1.0), ("delta", 0.0), ("delta", 1.0), ("B", np.nan)]:
+            with pytest.raises(ValueError, match=name):
+                exact.theorem2_steps(c, small, **{**ok, name: bad})
+        with pytest.raises(ValueError, match="tau must be > 0"):
+            exact.theorem2_steps(c, small._replace(tau=np.float64(0.0)), **ok)
+        with pytest.raises(ValueError, match="must be < 1"):
+            exact.theorem2_steps(c._replace(eta_w=1e9), small, **ok)
+        with pytest.raises(ValueError, match="delta0"):
+            exact.theorem2_steps(c._replace(delta0=0.0), small, **ok)
+
+
 def test_one_head_lower_bound(small):
     bound = exact.one_head_lower_bound(small)
     assert bound > float(exact.optimal_loss(small))  # A has mixed-sign columns

@@ -113,6 +113,7 @@ from .representation import (
     softmax_risk_from_A,
     softmax_risk_xi,
     theorem1_constants,
+    theorem2_steps,
     zeta0,
 )
 from .risks import (
@@ -179,6 +180,7 @@ __all__ = [
     "zeta0",
     "Theorem1Constants",
     "theorem1_constants",
+    "theorem2_steps",
     "frozen_q_gap",
     "one_head_lower_bound",
     "copy_prompt_loss",

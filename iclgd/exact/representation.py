@@ -43,6 +43,7 @@ __all__ = [
     "zeta0",
     "Theorem1Constants",
     "theorem1_constants",
+    "theorem2_steps",
     "frozen_q_gap",
     "one_head_lower_bound",
     "copy_prompt_loss",
@@ -482,6 +483,71 @@ def theorem1_constants(params: dict, spec: RepresentationSpec) -> Theorem1Consta
     eta_w = gamma**2 * eta_Q
     rate = float(1 - eta_w * z0 / (2 * K))
     return Theorem1Constants(z0, d0, float(gamma), L_s, eta_Q, float(eta_w), rate)
+
+
+def theorem2_steps(
+    constants: Theorem1Constants, spec: RepresentationSpec, *, B, eps, delta
+) -> float:
+    """The number of training steps that eq. 21 asks for before Theorem 2's guarantee holds.
+
+    Eq. 21 (read from the paper's typeset formula)::
+
+        T >= log( B^2 Delta0 (||Z||_2 + sqrt(tau) (2 sqrt(N log(1/delta)) + 2 log(1/delta)
+                  + N)^{1/2})^2 / (m tau eps) ) / log(1 / (1 - eta_w zeta0 / (2K))),
+
+    after which, for every prompt with ``||lambda||_2 <= B`` (Assumption 4), the trained
+    transformer's output is within ``eps`` of eq. 22's ridge completion with probability at
+    least ``1 - delta``. ``Z`` is the ``(m, N)`` prompt features (eq. 12); ``Delta0``,
+    ``eta_w`` and ``zeta0`` are Theorem 1's (:func:`theorem1_constants`). The denominator is
+    computed as ``-log1p(-eta_w zeta0 / (2K))``, exact where the contraction is ``1 - 1e-15``.
+
+    Args:
+        constants: :func:`theorem1_constants` at the initialisation, for the same ``spec``.
+        spec: the task (``tau > 0``).
+        B: the bound on ``||lambda||_2`` at inference (Assumption 4), ``> 0``.
+        eps: the accuracy of eq. 22, ``> 0``.
+        delta: the failure probability, in ``(0, 1)``.
+
+    Returns:
+        The right-hand side of eq. 21 as a float, or ``0.0`` where it is negative (eq. 21 then
+        asks for no step).
+
+    Example:
+        >>> import jax
+        >>> from iclgd import exact, models, tasks
+        >>> key = jax.random.PRNGKey(0)
+        >>> spec = tasks.make_representation_spec(key, K=12, d=5, m=3, N=4, tau=0.5)
+        >>> p = models.softmax_attention_model(spec, 8).init(jax.random.PRNGKey(1))
+        >>> c = exact.theorem1_constants(p, spec)
+        >>> exact.theorem2_steps(c, spec, B=3.0, eps=0.01, delta=0.05) > 0
+        True
+    """
+    if not isinstance(constants, Theorem1Constants):
+        raise TypeError(
+            f"constants must be the Theorem1Constants of theorem1_constants, got "
+            f"{type(constants).__name__}"
+        )
+    spec = check_spec(spec)
+    B, eps = v.positive_float("B", B), v.positive_float("eps", eps)
+    delta = v.positive_float("delta", delta)
+    if not delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    tau, m, N, K = float(spec.tau), spec.m, spec.N, spec.K
+    if not tau > 0:
+        raise ValueError(f"spec.tau must be > 0 for eq. 21 (it divides by m tau), got {spec.tau}")
+    z0, d0, eta_w = (float(x) for x in (constants.zeta0, constants.delta0, constants.eta_w))
+    if not (z0 > 0 and d0 > 0 and eta_w > 0 and all(map(np.isfinite, (z0, d0, eta_w)))):
+        raise ValueError(
+            f"constants must have zeta0, delta0 and eta_w > 0 and finite, got {constants}"
+        )
+    g = eta_w * z0 / (2 * K)  # the guaranteed fraction of the gap gone per step (eq. 18)
+    if not g < 1:
+        raise ValueError(f"eta_w zeta0 / (2K) must be < 1 (eq. 18's contraction), got {g:.3g}")
+    z2 = float(np.linalg.norm(np.asarray(spec.Z, np.float64), 2))  # ||Z||_2
+    ld = np.log(1 / delta)
+    inner = (z2 + np.sqrt(tau) * np.sqrt(2 * np.sqrt(N * ld) + 2 * ld + N)) ** 2
+    numerator = np.log(B**2 * d0 * inner / (m * tau * eps))
+    return float(max(numerator / -np.log1p(-g), 0.0))
 
 
 def frozen_q_gap(params: dict, spec: RepresentationSpec, eta_w: float, t) -> np.ndarray:
