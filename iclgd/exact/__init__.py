@@ -25,7 +25,8 @@ exact, differentiable, jittable risks, their exact optima, and losses for :func:
 Every other family has one file here too:
 
 * :mod:`~iclgd.exact.representation` -- Part II: the limit matrix of eq. 34, ``L*`` (Lemma 5), the
-  exact population loss of the softmax model (eq. 74-77), Theorem 1's constants, ridge moments;
+  exact population loss of the softmax model (eq. 74-77), ridge moments; and
+  :mod:`~iclgd.exact.representation_rates`, Theorems 1-2's constants and step counts (eq. 14-18, 21);
 * :mod:`~iclgd.exact.pgd` -- Part III: the sparse multi-layer risk (eq. 9), its optimum on the set
   of Theorem 4, tuned preconditioned GD, Theorem 1's optimal ``A``;
 * :mod:`~iclgd.exact.gdpp` -- Part III: GD++ (eq. 13) on the set of Theorem 5;
@@ -98,9 +99,7 @@ from .pgd import (
     tuned_gd,
 )
 from .representation import (
-    Theorem1Constants,
     copy_prompt_loss,
-    frozen_q_gap,
     label_moment,
     limit_matrix,
     one_head_lower_bound,
@@ -112,6 +111,10 @@ from .representation import (
     softmax_risk,
     softmax_risk_from_A,
     softmax_risk_xi,
+)
+from .representation_rates import (
+    Theorem1Constants,
+    frozen_q_gap,
     theorem1_constants,
     theorem2_steps,
     zeta0,
