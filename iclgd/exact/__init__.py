@@ -26,7 +26,7 @@ Every other family has one file here too:
 
 * :mod:`~iclgd.exact.representation` -- Part II: the limit matrix of eq. 34, ``L*`` (Lemma 5), the
   exact population loss of the softmax model (eq. 74-77), ridge moments; and
-  :mod:`~iclgd.exact.representation_rates`, Theorems 1-2's constants and step counts (eq. 14-18, 21);
+  :mod:`~iclgd.exact.representation_rates`, Theorems 1-2's constants and steps (eq. 14-18, 21);
 * :mod:`~iclgd.exact.pgd` -- Part III: the sparse multi-layer risk (eq. 9), its optimum on the set
   of Theorem 4, tuned preconditioned GD, Theorem 1's optimal ``A``;
 * :mod:`~iclgd.exact.gdpp` -- Part III: GD++ (eq. 13) on the set of Theorem 5;
