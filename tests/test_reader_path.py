@@ -193,7 +193,7 @@ def test_paper_figure_shows_the_record_unnumbered_with_links(tmp_path):
     assert rc == 0, warnings
     box = html.split('class="iclgd-paper-figure', 1)[1].split("</div>", 1)[0]
     assert box.count("<img") == 1 and "book-ch-1.png" in box, box  # the recorded PNG
-    assert "Preview of " in box and "Fig. 1" in box and "at paper scale." in box, box
+    assert "Fig. 1" in box and "at paper scale." in box and "Preview" not in box, box
     assert 'href="#fig-x"' in box, box  # to the numbered figure ...
     assert 'href="#the-experiment"' in box and "The experiment</a>" in box, box  # ... its section
     assert "The paper reports <em>this</em>; the book finds it, at " in box, box
@@ -209,7 +209,12 @@ def test_paper_figure_shows_the_record_unnumbered_with_links(tmp_path):
     assert "Fig. 2" not in html
     # it comes before the figure's section, and the figure below still has its tabs
     assert html.index("iclgd-paper-figure") < html.index('id="the-experiment"')
-    assert "iclgd-paper-tabs" in html.split('id="the-experiment"', 1)[1]
+    below = html.split('id="the-experiment"', 1)[1]
+    assert "iclgd-paper-tabs" in below
+    # ... drawn once: the paper-scale tab below links to the top instead of a second copy
+    assert "book-ch-1.png" not in below and html.count("book-ch-1.png") == 1, below
+    drawn = below.split('class="iclgd-paper-drawn-above', 1)[1].split("</p>", 1)[0]
+    assert 'href="#paper-fig-x"' in drawn and 'id="paper-fig-x"' in html, drawn
 
 
 def test_paper_figure_says_when_its_record_is_stale(tmp_path):

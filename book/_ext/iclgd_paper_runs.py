@@ -35,8 +35,9 @@ puts the second beside the first, with nothing to write in the chapters:
 
    Its argument is the label of one of the chapter's figures (its ``figure-caption``). It shows
    that figure's paper-scale run from the record (the cell's recorded PNG), unnumbered: the number
-   belongs to the figure itself, further down, where the experiment runs and the paper-scale and
-   ci-scale runs sit side by side. Its caption starts "Preview of Fig. N at paper scale" (a link
+   belongs to the figure itself, further down, where the experiment runs. The figure is drawn
+   once: there, its paper-scale tab links back to the top instead of drawing it again, and its ci
+   tab holds the ci run's figure. The caption starts "Fig. N at paper scale" (a link
    to Fig. N), then the text of the directive ("Stale record." where the chapter's code changed
    since the run; the device and date are in the line of item 2), and a link to the section where
    the figure's experiment runs. A label that is no figure of the chapter, or a chapter whose
@@ -191,7 +192,7 @@ class PaperRunTabs(SphinxTransform):
             same_text = paper.get("text", "") == ci_text(nb["cells"][index])
             if same_text and not paper.get("figures") and not failed:
                 continue  # the same at both scales: nothing to put beside it
-            tabs = self._tabs(paper, entry, output)
+            tabs = self._tabs(paper, entry, output, container.get("iclgd_previewed"))
             container.replace(output, tabs)
 
     def _tabs(
@@ -199,6 +200,7 @@ class PaperRunTabs(SphinxTransform):
         paper: dict[str, Any],
         entry: dict[str, Any] | None,
         output: nodes.Element,
+        previewed: str | None = None,
     ) -> nodes.Element:
         from sphinx_design.shared import create_component
 
@@ -212,9 +214,19 @@ class PaperRunTabs(SphinxTransform):
             block = nodes.literal_block(paper["text"], paper["text"])
             block["language"] = "none"
             shown += block
-        for fig in paper.get("figures") or []:
-            uri = "/book/" + fig  # a leading "/": relative to the source directory
-            shown += nodes.image(uri=uri, alt=f"paper-scale figure ({fig.rsplit('/', 1)[-1]})")
+        if previewed and paper.get("figures"):
+            # the chapter's headline figure: drawn once, at the top (item 4), not again here
+            para = nodes.paragraph(classes=["iclgd-paper-drawn-above"])
+            para += nodes.Text("The paper-scale figure is drawn at the ")
+            ref = nodes.reference("", "", internal=True, refid=previewed)
+            ref += nodes.Text("top of this page")
+            para += [ref, nodes.Text("; the ci run's is in the next tab.")]
+            content += para
+        else:
+            for fig in paper.get("figures") or []:
+                uri = "/book/" + fig  # a leading "/": relative to the source directory
+                alt = f"paper-scale figure ({fig.rsplit('/', 1)[-1]})"
+                shown += nodes.image(uri=uri, alt=alt)
         if shown.children:
             content += shown
         tab_set = create_component("tab-set", classes=["sd-tab-set", "iclgd-paper-tabs"])
@@ -422,6 +434,8 @@ class PaperFigures(SphinxTransform):
                 node.parent.remove(node)
                 continue
             node.replace_self(self._figure(docname, key, run, label, target, figures, node))
+            # drawn once on the page: the figure's own paper-scale tab links here (PaperRunTabs)
+            cell["iclgd_previewed"] = nodes.make_id(f"paper-{label}")
 
     def _figure(
         self,
@@ -442,7 +456,6 @@ class PaperFigures(SphinxTransform):
             box += nodes.image(uri="/book/" + fig, alt=alt)  # "/": from the source directory
         caption = nodes.paragraph(classes=["caption", "iclgd-paper-caption"])
         head = nodes.strong()
-        head += nodes.Text("Preview of ")
         ref = addnodes.pending_xref(
             "",
             refdomain="std",
