@@ -125,7 +125,7 @@ def multilayer_scalars(
         ax1.set_xlabel("layers $L$")
         ax1.set_ylabel("in-context loss")
         ax1.set_title(f"(a) loss, $d = {d}$, $n = {n}$")
-        _legend_below(ax1, fontsize=8.5)
+        _legend_below(ax1)
         for L, a in zip(Ls, a_exact, strict=True):
             a = _as_array("a_exact[i]", a)
             ax2.plot(np.full(a.size, L), -a, "o", color="C0")
@@ -221,7 +221,7 @@ def training_dists(
                 ax.set_yscale("log")
                 ax.set_xlabel("L-BFGS iteration")
                 ax.set_title(tag + loss_title)
-                _legend_below(ax, y=-0.3, fontsize=7.5)  # below the x label: markers at the right
+                _legend_below(ax, y=-0.3, fontsize=9)  # below the x label: markers at the right
                 continue
             for j, (lab, vals) in enumerate(panels[name].items()):
                 vals = _as_array(f"panels[{name!r}][{lab!r}]", vals, 2)
@@ -237,7 +237,7 @@ def training_dists(
             ax.set_xlabel("L-BFGS iteration")
             ax.set_ylabel(r"Dist$(\cdot, I)$")
             ax.set_title(tag + name)
-            ax.legend(loc="best", fontsize=7.5)
+            ax.legend(loc="best", fontsize=9)
     return _finish(fig)
 
 
@@ -321,5 +321,5 @@ def gd_baselines(
             log_ticks(ax)
             ax.set_xticks(ks)
             ax.set_xlabel("steps = layers $k$")
-        _legend_below(ax1, ncol=2, fontsize=8)
+        _legend_below(ax1, ncol=2)
     return _finish(fig)

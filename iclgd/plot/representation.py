@@ -65,7 +65,7 @@ def lemma5_check(
         ax1.set_xlim(-0.6, len(estimates) - 0.4)
         ax1.set_ylabel("loss")
         ax1.set_title("(a) Monte Carlo (±4 SE) vs closed forms")
-        ax1.legend(loc="center left", fontsize=8.5)
+        ax1.legend(loc="center left")
         ax2.semilogy(steps, gap, label=r"$L(\theta_t) - L^\star$")
         ax2.semilogy(steps, dist, label=r"$\|\widehat A(\theta_t) - A\|_F$")
         ax2.set_xlabel("step")
