@@ -998,6 +998,20 @@ def test_figure_numbers_run_in_page_order_without_gaps():
     assert not wrong, "figure numbers out of order or with gaps:\n" + "\n".join(wrong)
 
 
+def test_each_figure_is_drawn_once_on_its_page():
+    """The HTML as written: no page shows the same image twice (a chapter's headline figure is
+    drawn at the top, and its own paper-scale tab links back to it: iclgd_paper_runs.py)."""
+    _require_build()
+    twice = []
+    for page in FILES:
+        html = (HTML_DIR / page).read_text(encoding="utf8")
+        srcs = re.findall(r'<img[^>]*\bsrc="([^"]*_images/[^"]+)"', html)
+        repeated = sorted({s for s in srcs if srcs.count(s) > 1})
+        if repeated:
+            twice.append(f"{page}: " + ", ".join(repeated))
+    assert not twice, "images drawn twice on a page:\n" + "\n".join(twice)
+
+
 # ------------------------------------------------------------------------------------------------
 # Hover previews of cross-references (book/_static/iclgd-hover.js)
 
