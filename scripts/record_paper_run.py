@@ -433,6 +433,8 @@ def record_run(
             raise ValueError(
                 f"{source}: run.json names no commit (the copy had no .git): give --commit"
             )
+        if re.fullmatch(r"[0-9a-f]{40}", commit):
+            commit = commit[:7]  # the short form the records and the status page show
         done = [k for k, nb in run["notebooks"].items() if nb.get("executed")]
         skipped = [k for k in run["notebooks"] if k not in done]
         summaries = {k: run_summary(run, k) for k in done}
