@@ -664,6 +664,9 @@ def test_record_run_records_each_chapter_with_the_run_and_updates_the_plan(tmp_p
     cpu = _run_folder(tmp_path / "cpu", gpu=False)
     runs, done, _ = rpr.record_run(cpu, commit="def5678", plan=plan)
     assert runs["runs"]["book/part3/gdpp.ipynb"]["commit"] == "def5678"  # --commit wins
+    full = "def5678" + "0" * 33  # a full sha (git rev-parse HEAD): recorded in its short form
+    runs, _, _ = rpr.record_run(cpu, commit=full, plan=plan)
+    assert runs["runs"]["book/part3/gdpp.ipynb"]["commit"] == "def5678"
     assert plan.read_text(encoding="utf8") == before
     run = json.loads((cpu / "run.json").read_text())
     run["commit"] = None
